@@ -1,0 +1,38 @@
+"""embedopt: fast, scalable optimization for embeddings and low-rank structure.
+
+Subpackages
+-----------
+completion
+    Matrix completion with AIS-Impute and its baselines.
+data
+    Containers, splits, synthetic generators and dataset loaders.
+linalg
+    Sparse patterns, structured operators, singular value thresholding.
+optim
+    Solver results, progress, stopping rules, momentum, L-BFGS.
+metrics
+    Error metrics.
+"""
+
+from ._core import (
+    ConvergenceWarning,
+    DataValidationError,
+    DeviceUnavailableError,
+    EmbedoptError,
+    InvalidParameterError,
+    NotFittedError,
+    NumericalInstabilityError,
+)
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "ConvergenceWarning",
+    "DataValidationError",
+    "DeviceUnavailableError",
+    "EmbedoptError",
+    "InvalidParameterError",
+    "NotFittedError",
+    "NumericalInstabilityError",
+    "__version__",
+]

@@ -1,0 +1,124 @@
+"""scikit-learn style estimator base: parameters, cloning, fitted checks."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from typing import Any, ClassVar
+
+from .exceptions import NotFittedError
+from .validation import validate_params
+
+__all__ = ["BaseEstimator", "check_is_fitted", "clone"]
+
+
+class BaseEstimator:
+    """Base of every embedopt estimator.
+
+    ``__init__`` only stores its arguments; all work is in ``fit``, which
+    validates parameters (against ``_parameter_constraints``) before any work,
+    and returns ``self``. Fitted attributes end with ``_``.
+    """
+
+    _parameter_constraints: ClassVar[dict] = {}
+
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return sorted(
+            p.name
+            for p in sig.parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        )
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Return the estimator's parameters.
+
+        Parameters
+        ----------
+        deep : bool
+            Unused; present for scikit-learn compatibility.
+
+        Returns
+        -------
+        dict
+        """
+        return {name: getattr(self, name) for name in self._get_param_names()}
+
+    def set_params(self, **params) -> BaseEstimator:
+        """Set parameters (validated at the next ``fit``).
+
+        Parameters
+        ----------
+        **params
+            Parameter values by name.
+
+        Returns
+        -------
+        self
+        """
+        valid = set(self._get_param_names())
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(
+                    f"Invalid parameter {name!r} for {type(self).__name__}. "
+                    f"Valid parameters are: {sorted(valid)}."
+                )
+            setattr(self, name, value)
+        return self
+
+    def _validate_params(self) -> None:
+        validate_params(
+            type(self).__name__, self.get_params(), self._parameter_constraints
+        )
+
+    def __repr__(self) -> str:
+        sig = inspect.signature(type(self).__init__)
+        parts = []
+        for name in self._get_param_names():
+            default = sig.parameters[name].default
+            value = getattr(self, name)
+            if default is inspect.Parameter.empty or not _same(value, default):
+                parts.append(f"{name}={value!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(a is b or a == b)
+    except Exception:
+        return False
+
+
+def clone(estimator: BaseEstimator) -> BaseEstimator:
+    """Return an unfitted copy of ``estimator`` with the same parameters.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+
+    Returns
+    -------
+    BaseEstimator
+    """
+    params = {
+        k: copy.deepcopy(v) if not callable(v) else v
+        for k, v in estimator.get_params().items()
+    }
+    return type(estimator)(**params)
+
+
+def check_is_fitted(estimator: BaseEstimator, attribute: str) -> None:
+    """Raise :class:`NotFittedError` if ``attribute`` is missing.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+    attribute : str
+        A fitted attribute that ``fit`` always sets.
+    """
+    if not hasattr(estimator, attribute):
+        raise NotFittedError(
+            f"This {type(estimator).__name__} instance is not fitted yet. Call "
+            "'fit' with appropriate arguments before using this estimator."
+        )

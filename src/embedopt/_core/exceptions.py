@@ -1,0 +1,56 @@
+"""Exception and warning classes shared by every embedopt package."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConvergenceWarning",
+    "DataValidationError",
+    "DeviceUnavailableError",
+    "EmbedoptError",
+    "InvalidParameterError",
+    "NotFittedError",
+    "NumericalInstabilityError",
+]
+
+
+class EmbedoptError(Exception):
+    """Base class of every error raised on purpose by embedopt."""
+
+
+class InvalidParameterError(EmbedoptError, ValueError, TypeError):
+    """A parameter has the wrong type or value.
+
+    Raised before any work is done, with the message shape
+    ``"The 'rank' parameter of MatrixCompletion must be an int in [1, inf). Got 0."``.
+    Subclasses both :class:`ValueError` and :class:`TypeError` so that callers
+    catching either keep working.
+    """
+
+
+class DataValidationError(EmbedoptError, ValueError):
+    """Input data is malformed: NaN values, out-of-range indices, duplicates...
+
+    The message names what is wrong, where, and how to fix it.
+    """
+
+
+class NotFittedError(EmbedoptError, ValueError, AttributeError):
+    """An estimator was used before ``fit`` was called."""
+
+
+class DeviceUnavailableError(EmbedoptError, RuntimeError):
+    """A device was requested explicitly (e.g. ``"cuda"``) but is not available.
+
+    embedopt never falls back silently to another device.
+    """
+
+
+class NumericalInstabilityError(EmbedoptError, FloatingPointError):
+    """A solver produced a NaN or infinite objective and stopped.
+
+    The message names the likely cause (step size, scaling of the data).
+    """
+
+
+class ConvergenceWarning(UserWarning):
+    """A solver hit its iteration budget before meeting its tolerance."""

@@ -1,0 +1,258 @@
+"""Parameter validation with one message shape.
+
+Every public function and estimator declares the constraints of its
+parameters, and :func:`validate_params` checks them before any work::
+
+    The 'rank' parameter of MatrixCompletion must be an int in [1, inf). Got 0.
+
+Constraints are small objects (:class:`Interval`, :class:`Options`,
+:class:`InstanceOf`) or the shorthands ``None``, ``"boolean"``, ``"callable"``,
+``"random_state"``, ``"device"`` and ``"dtype"``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from .exceptions import InvalidParameterError
+
+__all__ = [
+    "InstanceOf",
+    "Interval",
+    "Options",
+    "check_param",
+    "validate_params",
+]
+
+
+class Interval:
+    """A numeric interval of ints or reals.
+
+    Parameters
+    ----------
+    kind : {int, float}
+        ``int`` admits integers only (bools excluded); ``float`` admits any real.
+    left, right : float or None
+        Bounds; None means unbounded.
+    closed : {"both", "left", "right", "neither"}
+        Which bounds belong to the interval.
+    """
+
+    def __init__(self, kind, left, right, closed: str = "both"):
+        if kind not in (int, float):
+            raise TypeError("kind must be int or float")
+        self.kind = kind
+        self.left = left
+        self.right = right
+        self.closed = closed
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        if isinstance(value, (bool, np.bool_)):
+            return False
+        if self.kind is int:
+            if not isinstance(value, numbers.Integral):
+                return False
+        elif not isinstance(value, numbers.Real):
+            return False
+        value = float(value)
+        if math.isnan(value):
+            return False
+        if self.left is not None:
+            if self.closed in ("both", "left"):
+                if value < self.left:
+                    return False
+            elif value <= self.left:
+                return False
+        if self.right is not None:
+            if self.closed in ("both", "right"):
+                if value > self.right:
+                    return False
+            elif value >= self.right:
+                return False
+        return True
+
+    def __str__(self) -> str:
+        lb = "[" if self.closed in ("both", "left") and self.left is not None else "("
+        rb = "]" if self.closed in ("both", "right") and self.right is not None else ")"
+        left = "-inf" if self.left is None else _fmt(self.left)
+        right = "inf" if self.right is None else _fmt(self.right)
+        noun = "an int" if self.kind is int else "a float"
+        return f"{noun} in {lb}{left}, {right}{rb}"
+
+
+class Options:
+    """A finite set of admissible values (usually strings).
+
+    Parameters
+    ----------
+    options : iterable
+        The admissible values.
+    """
+
+    def __init__(self, options: Iterable):
+        self.options = tuple(options)
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        try:
+            return value in self.options
+        except TypeError:
+            return False
+
+    def __str__(self) -> str:
+        kinds = {type(o) for o in self.options}
+        noun = "a str" if kinds == {str} else "a value"
+        return f"{noun} among {{{', '.join(repr(o) for o in self.options)}}}"
+
+
+class InstanceOf:
+    """Instances of one or several types.
+
+    Parameters
+    ----------
+    types : type or tuple of types
+    description : str
+        How the message names them, e.g. ``"a numpy array"``.
+    """
+
+    def __init__(self, types, description: str):
+        self.types = types
+        self.description = description
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        return isinstance(value, self.types)
+
+    def __str__(self) -> str:
+        return self.description
+
+
+def _fmt(x) -> str:
+    if isinstance(x, float) and x.is_integer():
+        return str(int(x))
+    return str(x)
+
+
+class _Shorthand:
+    def __init__(self, test, description):
+        self.test = test
+        self.description = description
+
+    def is_satisfied_by(self, value):
+        return self.test(value)
+
+    def __str__(self):
+        return self.description
+
+
+def _is_device(v) -> bool:
+    if isinstance(v, torch.device):
+        return True
+    if not isinstance(v, str):
+        return False
+    return v in ("auto", "cpu", "cuda") or (v.startswith("cuda:") and v[5:].isdigit())
+
+
+def _is_dtype(v) -> bool:
+    return (
+        v in ("float32", "float64")
+        or v in (torch.float32, torch.float64)
+        or (
+            isinstance(v, (type, np.dtype))
+            and np.dtype(v).name in ("float32", "float64")
+        )
+    )
+
+
+_SHORTHANDS = {
+    None: _Shorthand(lambda v: v is None, "None"),
+    "boolean": _Shorthand(lambda v: isinstance(v, (bool, np.bool_)), "a bool"),
+    "callable": _Shorthand(callable, "a callable"),
+    "random_state": _Shorthand(
+        lambda v: (
+            v is None
+            or isinstance(v, np.random.Generator)
+            or (isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0)
+            or type(v).__name__ == "RandomState"
+        ),
+        "an int in [0, inf), a numpy Generator or None",
+    ),
+    "device": _Shorthand(
+        _is_device, "a str among {'auto', 'cpu', 'cuda', 'cuda:N'} or a torch.device"
+    ),
+    "dtype": _Shorthand(
+        _is_dtype,
+        "a str among {'float32', 'float64'} or the matching torch/numpy dtype",
+    ),
+}
+
+
+def _as_constraint(c):
+    if isinstance(c, (Interval, Options, InstanceOf, _Shorthand)):
+        return c
+    if c is None or (isinstance(c, str) and c in _SHORTHANDS):
+        return _SHORTHANDS[c]
+    raise TypeError(f"unknown constraint {c!r}")
+
+
+def _join(descriptions: list[str]) -> str:
+    if len(descriptions) == 1:
+        return descriptions[0]
+    return ", ".join(descriptions[:-1]) + " or " + descriptions[-1]
+
+
+def check_param(owner: str, name: str, value: Any, constraints: list) -> None:
+    """Check one parameter against a list of admissible constraints.
+
+    Parameters
+    ----------
+    owner : str
+        The estimator or function the parameter belongs to.
+    name : str
+        The parameter name.
+    value : object
+        Its value.
+    constraints : list
+        The value must satisfy at least one of them.
+
+    Raises
+    ------
+    InvalidParameterError
+        With the message shape
+        ``"The 'name' parameter of Owner must be <constraints>. Got <value>."``.
+    """
+    cons = [_as_constraint(c) for c in constraints]
+    if any(c.is_satisfied_by(value) for c in cons):
+        return
+    raise InvalidParameterError(
+        f"The {name!r} parameter of {owner} must be {_join([str(c) for c in cons])}."
+        f" Got {value!r}."
+    )
+
+
+def validate_params(
+    owner: str, params: Mapping[str, Any], constraints: Mapping
+) -> None:
+    """Check every parameter named in ``constraints``.
+
+    Parameters
+    ----------
+    owner : str
+        The estimator or function the parameters belong to.
+    params : mapping
+        Parameter values by name.
+    constraints : mapping
+        For each name, a list of admissible constraints.
+
+    Raises
+    ------
+    InvalidParameterError
+        For the first parameter that satisfies none of its constraints.
+    """
+    for name, cons in constraints.items():
+        if name in params:
+            check_param(owner, name, params[name], cons)

@@ -1,0 +1,455 @@
+"""scikit-learn style estimator for matrix completion."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from .._core import (
+    BaseEstimator,
+    DataValidationError,
+    InstanceOf,
+    Interval,
+    InvalidParameterError,
+    Options,
+    check_is_fitted,
+    resolve_random_state,
+    to_numpy,
+)
+from ..data import ObservedEntries, as_observed_entries, split_entries
+from .centering import CENTERINGS, Centering
+from .losses import LOSSES, Loss, get_loss
+from .path import lambda_path
+from .postprocess import postprocess as _postprocess
+from .problem import CompletionProblem
+from .solvers import SOLVERS, proximal_completion
+
+__all__ = ["MatrixCompletion"]
+
+
+def _positions(rows, cols, shape) -> tuple[np.ndarray, np.ndarray]:
+    if cols is None:
+        X = rows
+        if isinstance(X, ObservedEntries):
+            r, c = X.rows, X.cols
+        elif isinstance(X, tuple) and len(X) in (2, 3):
+            r, c = np.asarray(X[0]), np.asarray(X[1])
+        else:
+            a = np.asarray(X)
+            if a.ndim != 2 or a.shape[1] != 2:
+                raise DataValidationError(
+                    "Positions must be given as predict(rows, cols), an (n, 2) array, "
+                    f"a tuple (rows, cols) or ObservedEntries; got shape {a.shape}."
+                )
+            r, c = a[:, 0], a[:, 1]
+    else:
+        r, c = np.asarray(rows), np.asarray(cols)
+    r, c = np.atleast_1d(r), np.atleast_1d(c)
+    if r.shape != c.shape or r.ndim != 1:
+        raise DataValidationError(
+            f"rows and cols must be 1-D of the same length; got {r.shape}, {c.shape}."
+        )
+    for name, idx, size in (("row", r, shape[0]), ("column", c, shape[1])):
+        if idx.size and not np.issubdtype(idx.dtype, np.integer):
+            if not np.all(np.floor(idx) == idx):
+                raise DataValidationError(f"{name} indices must be integers.")
+            idx = idx.astype(np.int64)
+        bad = (idx < 0) | (idx >= size)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataValidationError(
+                f"{int(bad.sum())} {name} index(es) out of range [0, {size}); first: "
+                f"position {i} has {name} {int(idx[i])}."
+            )
+    return r.astype(np.int64), c.astype(np.int64)
+
+
+class MatrixCompletion(BaseEstimator):
+    """Low-rank matrix completion with nuclear-norm regularization.
+
+    Fits ``min_X sum_{Omega} l(X_ij, O_ij) + lambda ||X||_*`` with AIS-Impute
+    (or one of its baselines), on centered values, with lambda chosen on a
+    validation set by default, and post-processed singular values.
+
+    Parameters
+    ----------
+    lam : float or "auto"
+        lambda. ``"auto"`` solves a warm-started path (see
+        :func:`~embedopt.completion.lambda_path`) and keeps the lambda with the
+        best validation score; validation entries are the ``validation``
+        argument of ``fit`` or, without it, a random ``validation_fraction`` of
+        the training entries.
+    loss : {"square", "logistic", "squared_hinge"} or Loss
+        The +/-1 losses are for binary completion (e.g. link signs); their
+        ``score`` is accuracy.
+    solver : {"ais_impute", "ais_impute_exact", "soft_impute", "apg"}
+    max_rank : int, optional
+        Cap on the rank of the iterates.
+    max_iter : int
+        Iterations per solve.
+    tol : float
+        Relative objective change that stops a solve (paper: 1e-4).
+    decay : float
+        Continuation factor nu in (0, 1).
+    power_iters : int
+        Power iterations per approximate SVT (paper: 3).
+    postprocess : bool or "auto"
+        Refit the singular values after solving (Sec. 3.6). ``"auto"`` (with
+        ``lam="auto"``) keeps whichever of the raw and post-processed solutions
+        validates better at each lambda; with a fixed ``lam`` it means True.
+    center : {"none", "global", "row", "column", "both"}
+        Offsets removed before the low-rank fit (see
+        :class:`~embedopt.completion.Centering`); must be ``"none"`` for +/-1
+        losses.
+    scale : bool
+        Also divide centered values by their standard deviation.
+    center_reg : float
+        Ridge pseudo-count of the row/column offsets.
+    n_lambdas, lambda_min_ratio, patience : int, float, int
+        The path of ``lam="auto"``.
+    validation_fraction : float
+        Fraction of entries held out to select lambda when ``fit`` receives no
+        validation entries.
+    refit : bool
+        With ``lam="auto"``, solve once more at the selected lambda on training
+        plus validation entries (warm-started, so cheap).
+    random_state : None, int or numpy Generator
+    device : {"auto", "cpu", "cuda"} or torch.device
+    dtype : {"float32", "float64"}
+    verbose : int
+    callback : callable, optional
+        Called after every solver iteration (see :mod:`embedopt.optim`).
+
+    Attributes
+    ----------
+    U_ : numpy.ndarray, shape (m, rank_)
+    s_ : numpy.ndarray, shape (rank_,)
+    V_ : numpy.ndarray, shape (n, rank_)
+        ``U_ diag(s_) V_^T`` is the completed matrix on the centered/scaled scale.
+    factors_ : tuple of torch.Tensor
+        The same factors as tensors on the fitting device.
+    rank_ : int
+    lam_ : float
+        The lambda used (selected one with ``lam="auto"``).
+    path_ : dict or None
+        With ``lam="auto"``: ``lambdas``, ``scores``, ``ranks``, ``times``,
+        ``metric``.
+    centering_ : Centering
+    history_ : dict of numpy.ndarray
+        Convergence history of the final solve.
+    n_iter_ : int
+    stop_reason_ : str
+    shape_ : tuple of int
+
+    Examples
+    --------
+    >>> from embedopt.data import make_low_rank_matrix
+    >>> from embedopt.completion import MatrixCompletion
+    >>> prob = make_low_rank_matrix(300, rank=3, random_state=0)
+    >>> model = MatrixCompletion(random_state=0).fit(prob.observed)
+    >>> model.predict([0, 1], [2, 3]).shape
+    (2,)
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "lam": [Interval(float, 0, None, closed="neither"), Options(["auto"])],
+        "loss": [Options(LOSSES), InstanceOf(Loss, "a Loss instance")],
+        "solver": [Options(SOLVERS)],
+        "max_rank": [Interval(int, 1, None), None],
+        "max_iter": [Interval(int, 1, None)],
+        "tol": [Interval(float, 0, None)],
+        "decay": [Interval(float, 0, 1, closed="neither")],
+        "power_iters": [Interval(int, 0, None)],
+        "postprocess": ["boolean", Options(["auto"])],
+        "center": [Options(CENTERINGS)],
+        "scale": ["boolean"],
+        "center_reg": [Interval(float, 0, None)],
+        "n_lambdas": [Interval(int, 1, None)],
+        "lambda_min_ratio": [Interval(float, 0, 1, closed="neither")],
+        "patience": [Interval(int, 1, None), None],
+        "validation_fraction": [Interval(float, 0, 1, closed="neither")],
+        "refit": ["boolean"],
+        "random_state": ["random_state"],
+        "device": ["device"],
+        "dtype": ["dtype"],
+        "verbose": [Interval(int, 0, None), "boolean"],
+        "callback": ["callable", None],
+    }
+
+    def __init__(
+        self,
+        lam="auto",
+        *,
+        loss="square",
+        solver="ais_impute",
+        max_rank=None,
+        max_iter=500,
+        tol=1e-4,
+        decay=0.85,
+        power_iters=3,
+        postprocess="auto",
+        center="both",
+        scale=False,
+        center_reg=5.0,
+        n_lambdas=20,
+        lambda_min_ratio=1e-3,
+        patience=3,
+        validation_fraction=0.1,
+        refit=True,
+        random_state=None,
+        device="auto",
+        dtype="float32",
+        verbose=0,
+        callback=None,
+    ):
+        self.lam = lam
+        self.loss = loss
+        self.solver = solver
+        self.max_rank = max_rank
+        self.max_iter = max_iter
+        self.tol = tol
+        self.decay = decay
+        self.power_iters = power_iters
+        self.postprocess = postprocess
+        self.center = center
+        self.scale = scale
+        self.center_reg = center_reg
+        self.n_lambdas = n_lambdas
+        self.lambda_min_ratio = lambda_min_ratio
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.refit = refit
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+        self.verbose = verbose
+        self.callback = callback
+
+    # -- fitting -----------------------------------------------------------------
+    def _entries(self, X, y, shape) -> ObservedEntries:
+        if y is None:
+            return as_observed_entries(X, shape, owner=type(self).__name__)
+        r, c = _positions(X, None, (np.iinfo(np.int64).max,) * 2)
+        return ObservedEntries((r, c), np.asarray(to_numpy(y)).ravel(), shape)
+
+    def fit(self, X, y=None, *, shape=None, validation=None) -> MatrixCompletion:
+        """Fit the completed matrix to observed entries.
+
+        Parameters
+        ----------
+        X : ObservedEntries, scipy.sparse, tuple (rows, cols, values), dense
+            array with NaN, or an (nnz, 2) array of positions when ``y`` is given
+            Observed entries (scipy.sparse: stored entries are observed).
+        y : array-like, optional
+            Values at the positions ``X``.
+        shape : tuple of int, optional
+            Matrix shape for COO/position input (default: max index + 1).
+        validation : same types as X (with values), optional
+            Entries used to select lambda (``lam="auto"``) and tracked in
+            ``history_``.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        loss = get_loss(self.loss)
+        if loss.binary and self.center != "none":
+            raise InvalidParameterError(
+                f"The 'center' parameter of MatrixCompletion must be 'none' with the "
+                f"{loss.name} loss (its +/-1 labels cannot be centered). Got "
+                f"{self.center!r}."
+            )
+        rs = resolve_random_state(self.random_state, type(self).__name__)
+        entries = self._entries(X, y, shape)
+        loss.check_labels(entries.values)
+        val = None
+        if validation is not None:
+            val = as_observed_entries(validation, entries.shape)
+            if val.shape != entries.shape:
+                raise DataValidationError(
+                    f"validation entries have shape {val.shape}, training entries "
+                    f"{entries.shape}."
+                )
+        train = entries
+        if self.lam == "auto" and val is None:
+            if entries.nnz < 2:
+                raise DataValidationError(
+                    "lam='auto' needs at least 2 observed entries to hold some out "
+                    "for validation; pass a float lam."
+                )
+            f = self.validation_fraction
+            train, val = split_entries(entries, (1 - f, f), random_state=rs.numpy)
+        self.centering_ = Centering(self.center, self.scale, self.center_reg).fit(train)
+        tr_c = self.centering_.transform(train)
+        val_c = self.centering_.transform(val) if val is not None else None
+        problem = CompletionProblem(
+            tr_c, loss=loss, validation=val_c, device=self.device, dtype=self.dtype
+        )
+        svt, momentum, name = SOLVERS[self.solver]
+        common = dict(
+            max_iter=self.max_iter,
+            tol=self.tol,
+            decay=self.decay,
+            power_iters=self.power_iters,
+            max_rank=self.max_rank,
+            verbose=self.verbose,
+            callback=self.callback,
+        )
+        self.path_ = None
+        if self.lam == "auto":
+            path = lambda_path(
+                problem,
+                solver=self.solver,
+                postprocess=self.postprocess,
+                n_lambdas=self.n_lambdas,
+                lambda_min_ratio=self.lambda_min_ratio,
+                patience=self.patience,
+                random_state=rs.spawn(),
+                **common,
+            )
+            self.lam_ = path.best_lambda
+            self.path_ = dict(
+                lambdas=path.lambdas,
+                scores=path.scores,
+                ranks=path.ranks,
+                times=path.times,
+                metric=path.metric,
+            )
+            result, factors = path.best_result, path.best_factors
+            if self.refit:
+                # Train + validation, warm-started at the selected solution.
+                full = self.centering_.transform(entries)
+                problem = CompletionProblem(
+                    full, loss=loss, device=self.device, dtype=self.dtype
+                )
+                result = proximal_completion(
+                    problem,
+                    self.lam_,
+                    svt=svt,
+                    momentum=momentum,
+                    init=result.x,
+                    random_state=rs.spawn(),
+                    name=name,
+                    **common,
+                )
+                factors = result.x
+                if path.postprocessed[path.best_index]:
+                    factors = _postprocess(problem, *factors)
+        else:
+            self.lam_ = float(self.lam)
+            result = proximal_completion(
+                problem,
+                self.lam_,
+                svt=svt,
+                momentum=momentum,
+                random_state=rs.spawn(),
+                name=name,
+                **common,
+            )
+            factors = result.x
+            if self.postprocess:
+                factors = _postprocess(problem, *factors)
+        self._loss = loss
+        self.factors_ = tuple(factors)
+        U, s, V = (to_numpy(a) for a in factors)
+        self.U_, self.s_, self.V_ = U, s, V
+        self.rank_ = int(s.shape[0])
+        self.shape_ = entries.shape
+        self.history_ = result.history
+        self.n_iter_ = result.n_iter
+        self.stop_reason_ = result.stop_reason
+        return self
+
+    # -- prediction --------------------------------------------------------------
+    def decision_function(self, rows, cols=None) -> np.ndarray:
+        """Completed values at the given positions, on the original scale.
+
+        Parameters
+        ----------
+        rows : array-like of int, (n, 2) array, tuple (rows, cols) or
+            ObservedEntries
+        cols : array-like of int, optional
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (n,)
+            Never forms the dense matrix: O(n rank) work.
+        """
+        check_is_fitted(self, "factors_")
+        r, c = _positions(rows, cols, self.shape_)
+        U, s, V = self.factors_
+        Us = U * s
+        out = np.empty(r.size, dtype=np.float64)
+        step = 1 << 20
+        for a in range(0, r.size, step):
+            ri = torch.as_tensor(r[a : a + step], device=U.device)
+            ci = torch.as_tensor(c[a : a + step], device=U.device)
+            out[a : a + step] = to_numpy((Us[ri] * V[ci]).sum(1).double())
+        return self.centering_.inverse_transform(r, c, out)
+
+    def predict(self, rows, cols=None) -> np.ndarray:
+        """Predicted entries: values, or +/-1 labels for binary losses.
+
+        Parameters
+        ----------
+        rows, cols
+            See :meth:`decision_function`.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n,)
+        """
+        scores = self.decision_function(rows, cols)
+        if self._loss.binary:
+            return np.where(scores >= 0, 1.0, -1.0)
+        return scores
+
+    def score(self, X, y=None) -> float:
+        """Negative RMSE (greater is better), or accuracy for binary losses.
+
+        Parameters
+        ----------
+        X : ObservedEntries, tuple (rows, cols, values), scipy.sparse, dense
+            array with NaN, or positions with ``y``
+        y : array-like, optional
+
+        Returns
+        -------
+        float
+        """
+        check_is_fitted(self, "factors_")
+        entries = self._entries(X, y, self.shape_)
+        pred = self.decision_function(entries.rows, entries.cols)
+        if self._loss.binary:
+            return float(np.mean(np.where(pred >= 0, 1.0, -1.0) == entries.values))
+        return -float(np.sqrt(np.mean((pred - entries.values) ** 2)))
+
+    def to_dense(self, max_elements: int = 10**8) -> np.ndarray:
+        """The whole completed matrix (original scale); small matrices only.
+
+        Parameters
+        ----------
+        max_elements : int
+            Refuse to build a matrix with more entries than this.
+
+        Returns
+        -------
+        numpy.ndarray, shape (m, n)
+        """
+        check_is_fitted(self, "factors_")
+        m, n = self.shape_
+        if m * n > max_elements:
+            raise DataValidationError(
+                f"The completed matrix has {m * n} entries (> max_elements="
+                f"{max_elements}); use predict(rows, cols) for the entries you need."
+            )
+        X = (self.U_ * self.s_) @ self.V_.T * self.centering_.scale_
+        return (
+            X
+            + self.centering_.mean_
+            + self.centering_.row_offset_[:, None]
+            + self.centering_.col_offset_[None, :]
+        )

@@ -1,0 +1,152 @@
+"""Smooth losses on observed entries: value, derivative and smoothness.
+
+Every loss is a small object with ``value(x, y)`` and ``grad(x, y)``
+(elementwise, on tensors), its Lipschitz-smoothness constant ``rho`` (the step
+size of AIS-Impute is ``1 / rho``, Proposition 3.1 of Yao & Kwok), and
+``check_labels`` that rejects labels the loss does not fit. Any rho-smooth
+loss can be plugged in by subclassing :class:`Loss`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .._core import DataValidationError, InvalidParameterError
+
+__all__ = [
+    "LOSSES",
+    "LogisticLoss",
+    "Loss",
+    "SquareLoss",
+    "SquaredHingeLoss",
+    "get_loss",
+]
+
+
+class Loss:
+    """Base class of losses ``l(x, y)`` of a prediction x and an observation y.
+
+    Attributes
+    ----------
+    name : str
+    rho : float
+        Lipschitz constant of ``d l / d x`` in x.
+    binary : bool
+        True when observations must be +/-1 labels (then accuracy is the
+        natural metric and centering is meaningless).
+    """
+
+    name = "loss"
+    rho = 1.0
+    binary = False
+
+    def value(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Elementwise loss."""
+        raise NotImplementedError
+
+    def grad(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Elementwise derivative with respect to x."""
+        raise NotImplementedError
+
+    def total(self, x: torch.Tensor, y: torch.Tensor) -> float:
+        """Sum of the elementwise losses, accumulated in float64."""
+        return float(self.value(x, y).sum(dtype=torch.float64))
+
+    def check_labels(self, y: np.ndarray) -> None:
+        """Raise :class:`DataValidationError` if the loss does not fit ``y``."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class SquareLoss(Loss):
+    """``l(x, y) = (x - y)^2 / 2``; rho = 1 (problem (1) of Yao & Kwok)."""
+
+    name = "square"
+    rho = 1.0
+
+    def value(self, x, y):
+        return 0.5 * (x - y) ** 2
+
+    def grad(self, x, y):
+        return x - y
+
+
+def _check_pm1(name: str, y: np.ndarray) -> None:
+    bad = (y != 1) & (y != -1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataValidationError(
+            f"The {name} loss needs +/-1 labels, but {int(bad.sum())} observed "
+            f"value(s) are not +/-1 (first: entry {i} is {y[i]!r}). Map the labels "
+            "to +/-1 or use loss='square'."
+        )
+
+
+class LogisticLoss(Loss):
+    """``l(x, y) = log(1 + exp(-x y))`` for y in {-1, +1}; rho = 1/4.
+
+    Evaluated as ``softplus(-x y)`` and its derivative as
+    ``-y sigmoid(-x y)``, which stay finite for any x.
+    """
+
+    name = "logistic"
+    rho = 0.25
+    binary = True
+
+    def value(self, x, y):
+        return F.softplus(-x * y)
+
+    def grad(self, x, y):
+        return -y * torch.sigmoid(-x * y)
+
+    def check_labels(self, y):
+        _check_pm1(self.name, y)
+
+
+class SquaredHingeLoss(Loss):
+    """``l(x, y) = max(0, 1 - x y)^2 / 2`` for y in {-1, +1}; rho = 1."""
+
+    name = "squared_hinge"
+    rho = 1.0
+    binary = True
+
+    def value(self, x, y):
+        return 0.5 * torch.clamp(1 - x * y, min=0) ** 2
+
+    def grad(self, x, y):
+        return -y * torch.clamp(1 - x * y, min=0)
+
+    def check_labels(self, y):
+        _check_pm1(self.name, y)
+
+
+#: Losses by name.
+LOSSES = {
+    "square": SquareLoss,
+    "logistic": LogisticLoss,
+    "squared_hinge": SquaredHingeLoss,
+}
+
+
+def get_loss(loss) -> Loss:
+    """Resolve a loss given by name or as a :class:`Loss` instance.
+
+    Parameters
+    ----------
+    loss : {"square", "logistic", "squared_hinge"} or Loss
+
+    Returns
+    -------
+    Loss
+    """
+    if isinstance(loss, Loss):
+        return loss
+    if isinstance(loss, str) and loss in LOSSES:
+        return LOSSES[loss]()
+    raise InvalidParameterError(
+        "The 'loss' parameter must be a str among {'square', 'logistic', "
+        f"'squared_hinge'}} or a Loss instance. Got {loss!r}."
+    )

@@ -1,0 +1,573 @@
+"""AIS-Impute (Algorithm 3 of Yao & Kwok) and its baselines in one framework.
+
+All four methods solve ``min_X sum_{(i,j) in Omega} l(X_ij, O_ij) + lambda ||X||_*``
+with the same proximal-gradient loop, the same continuation of lambda and the
+same objective bookkeeping, and differ only in two strategy pieces:
+
+============================  ====================  ===========================
+method                        momentum              SVT of ``Z_t``
+============================  ====================  ===========================
+``ais_impute``                Nesterov + restart    power method, Alg. 2
+``ais_impute(exact_svt=True)`` Nesterov + restart    exact partial SVD (Lanczos)
+``soft_impute``               none                  exact partial SVD (Lanczos)
+``apg``                       Nesterov + restart    exact partial SVD of the
+                                                    *dense* Z_t (no structure)
+============================  ====================  ===========================
+
+The first three never form an m x n matrix: ``Z_t = Y_t - mu S_t`` is kept as a
+sparse matrix on Omega plus low-rank factors (Sec. 3.2), and products with it
+cost ``O(|Omega| k + (m + n) r k)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .._core import Interval, Options, resolve_random_state, validate_params
+from ..linalg import (
+    DenseOperator,
+    SparsePlusLowRank,
+    approx_svt,
+    exact_svt,
+    warm_start_basis,
+)
+from ..optim import MOMENTUM, IterationMonitor, SolverResult
+from .problem import CompletionProblem, _as_problem
+
+__all__ = [
+    "SOLVERS",
+    "SVT_METHODS",
+    "ais_impute",
+    "apg",
+    "proximal_completion",
+    "soft_impute",
+]
+
+
+class _Iterate:
+    """``X = U diag(s) V^T`` plus its values on Omega (``x``)."""
+
+    __slots__ = ("U", "V", "s", "x")
+
+    def __init__(self, U, s, V, x):
+        self.U, self.s, self.V, self.x = U, s, V, x
+
+    @property
+    def rank(self) -> int:
+        return int(self.s.numel())
+
+    @property
+    def Us(self):
+        return self.U * self.s
+
+
+# -- SVT strategies (chosen by name) ---------------------------------------------
+class ApproxSVT:
+    """Approximate SVT by the warm-started power method (Algorithms 1-2).
+
+    The basis is ``R_t = QR([V_t, V_{t-1}])`` (Algorithm 3, steps 6-7), capped
+    at ``max_rank`` columns.
+    """
+
+    name = "approx"
+
+    def __init__(
+        self,
+        power_iters: int = 3,
+        max_rank: int | None = None,
+        generator: torch.Generator | None = None,
+        **_,
+    ):
+        self.power_iters = power_iters
+        self.max_rank = max_rank
+        self.generator = generator
+
+    def __call__(self, op, threshold, cur: _Iterate, prev: _Iterate):
+        R = warm_start_basis(
+            cur.V, prev.V, max_cols=self.max_rank, generator=self.generator
+        )
+        U, s, V, Q = approx_svt(op, R, threshold, self.power_iters)
+        return U, s, V, Q.shape[1]
+
+
+class ExactSVT:
+    """Exact SVT from Lanczos partial SVDs of the sparse-plus-low-rank operator.
+
+    The number of computed triplets starts at the current rank + 1 and grows by
+    5 while all of them exceed the threshold (as in the authors' baselines).
+    """
+
+    name = "exact"
+
+    def __init__(
+        self,
+        max_rank: int | None = None,
+        random_state: np.random.Generator | None = None,
+        **_,
+    ):
+        self.max_rank = max_rank
+        self.random_state = random_state
+
+    def _operator(self, op):
+        return op
+
+    def __call__(self, op, threshold, cur: _Iterate, prev: _Iterate):
+        k0 = cur.rank + 1
+        if self.max_rank is not None:
+            k0 = min(k0, self.max_rank)
+        U, s, V, k = exact_svt(
+            self._operator(op), threshold, k0, random_state=self.random_state
+        )
+        if self.max_rank is not None and s.numel() > self.max_rank:
+            U, s, V = U[:, : self.max_rank], s[: self.max_rank], V[:, : self.max_rank]
+        return U, s, V, k
+
+
+class DenseSVT(ExactSVT):
+    """Exact SVT of the *formed* dense ``Z_t`` (APG: no sparse-plus-low-rank)."""
+
+    name = "dense"
+
+    def _operator(self, op):
+        return DenseOperator(op.to_dense())
+
+
+#: SVT strategies by name.
+SVT_METHODS = {"approx": ApproxSVT, "exact": ExactSVT, "dense": DenseSVT}
+
+
+def _penalty(it: _Iterate, weights, linear) -> float:
+    """Regularizer value: ``sum_i w_i s_i - tr(A^T X B)`` (w = 1, no A/B: ||X||_*)."""
+    s = it.s.double()
+    if weights is None:
+        val = float(s.sum())
+    else:
+        w = weights.double().to(s.device)
+        if w.numel() < s.numel():
+            w = torch.cat([w, w[-1:].expand(s.numel() - w.numel())])
+        val = float((w[: s.numel()] * s).sum())
+    if linear is not None and it.rank:
+        A, B = linear
+        val -= float((((A.T @ it.U) * (B.T @ it.V)).sum(0).double() * s).sum())
+    return val
+
+
+def proximal_completion(
+    problem: CompletionProblem,
+    lam: float,
+    *,
+    svt: str = "approx",
+    momentum: str = "nesterov_restart",
+    max_iter: int = 500,
+    tol: float = 1e-4,
+    decay: float = 0.85,
+    lam_start: float | None = None,
+    power_iters: int = 3,
+    max_rank: int | None = None,
+    init=None,
+    weights: torch.Tensor | None = None,
+    linear: tuple[torch.Tensor, torch.Tensor] | None = None,
+    random_state=None,
+    verbose: int = 0,
+    callback=None,
+    name: str = "AIS-Impute",
+) -> SolverResult:
+    """The shared accelerated proximal loop (Algorithm 3 with pluggable pieces).
+
+    Parameters
+    ----------
+    problem : CompletionProblem
+    lam : float
+        Regularization weight lambda > 0.
+    svt : {"approx", "exact", "dense"}
+        SVT strategy (see :data:`SVT_METHODS`).
+    momentum : {"nesterov_restart", "none"}
+        Momentum schedule (see :data:`embedopt.optim.MOMENTUM`).
+    max_iter, tol : int, float
+        Stop when the relative change of the objective is below ``tol`` (the
+        paper uses 1e-4) once the continuation has ended, or after ``max_iter``.
+    decay : float
+        nu in (0, 1): ``lambda_t = (lambda_hat - lambda) nu^(t-1) + lambda``.
+    lam_start : float, optional
+        lambda_hat. Default: ``lambda + nu (lambda_max - lambda)`` with
+        lambda_max the largest singular value of the loss gradient at the
+        initial point, so the first iterate is already nonzero; with ``init``
+        given, no continuation (``lambda_hat = lambda``) unless set.
+    power_iters : int
+        J, power iterations per approximate SVT (paper: 3).
+    max_rank : int, optional
+        Cap on the rank of the iterates (None: no cap).
+    init : tuple (U, s, V), optional
+        Warm start ``X_0 = X_1 = U diag(s) V^T``.
+    weights : torch.Tensor, optional
+        Per-index weights of a weighted nuclear norm (nondecreasing); the SVT
+        thresholds become ``mu lambda_t w_i`` (Lemma 3.6).
+    linear : tuple (A, B), optional
+        Adds ``- lambda tr(A^T X B)`` to the objective (the linearized truncated
+        nuclear norm, eq. (26)-(27)).
+    random_state : None, int or numpy Generator
+    verbose : int
+    callback : callable, optional
+    name : str
+        Solver name in history, progress bars and warnings.
+
+    Returns
+    -------
+    SolverResult
+        ``x = (U, s, V)`` tensors of the final iterate. ``history`` columns:
+        iteration, time, objective (at the target lambda), lambda (lambda_t),
+        rank, svd_rank (columns of the SVT basis), theta, restart and, with
+        validation entries, ``val_rmse`` or ``val_accuracy``.
+    """
+    rs = resolve_random_state(random_state, name)
+    dev, dt = problem.device, problem.dtype
+    mu = 1.0 / problem.loss.rho
+    strategy = SVT_METHODS[svt](
+        power_iters=power_iters,
+        max_rank=max_rank,
+        generator=rs.torch(dev),
+        random_state=rs.numpy,
+    )
+    mom = MOMENTUM[momentum]()
+    pattern, y, loss = problem.pattern, problem.y, problem.loss
+    m, n = problem.shape
+
+    if init is not None:
+        U0, s0, V0 = (
+            torch.as_tensor(
+                np.asarray(a) if not torch.is_tensor(a) else a, dtype=dt
+            ).to(dev)
+            for a in init
+        )
+        cur = _Iterate(U0, s0, V0, problem.values_at(pattern, U0, s0, V0))
+    else:
+        empty = torch.zeros
+        cur = _Iterate(
+            empty((m, 0), dtype=dt, device=dev),
+            empty(0, dtype=dt, device=dev),
+            empty((n, 0), dtype=dt, device=dev),
+            torch.zeros_like(y),
+        )
+    prev = cur
+    if lam_start is None:
+        if init is None:
+            lmax = problem.lambda_max(generator=rs.torch(dev))
+            lam_start = lam + decay * (lmax - lam) if lmax > lam else lam
+        else:
+            lam_start = lam
+    continuing = lam_start > lam
+    at_target = 0  # iterations solved at the target lambda
+    loss_cur = loss.total(cur.x, y)
+    metric_key = f"val_{problem.metric_name}"
+    monitor = IterationMonitor(
+        name,
+        max_iter,
+        tol,
+        verbose=verbose,
+        callback=callback,
+        owner=name,
+        nonfinite_hint=(
+            "the step size 1/rho may be too large for this loss, or the "
+            "data badly scaled (try centering/standardizing them)"
+        ),
+    )
+    for t in monitor:
+        lam_t = (lam_start - lam) * decay ** (t - 1) + lam if continuing else lam
+        at_target += not continuing
+        theta = mom.theta
+        # Y_t on Omega and the sparse part -mu S_t of Z_t (eq. (20)).
+        y_omega = cur.x if theta == 0 else (1 + theta) * cur.x - theta * prev.x
+        sparse_vals = -mu * loss.grad(y_omega, y)
+        terms = [(1 + theta, cur.Us, cur.V), (-theta, prev.Us, prev.V)]
+        if linear is not None:
+            terms.append((mu * lam_t, linear[0], linear[1]))
+        op = SparsePlusLowRank.from_terms(pattern, sparse_vals, terms)
+        threshold = mu * lam_t if weights is None else mu * lam_t * weights
+        try:
+            U, s, V, k = strategy(op, threshold, cur, prev)
+        except torch.linalg.LinAlgError as exc:
+            raise monitor.instability(f"the SVT failed ({exc})") from exc
+        new = _Iterate(U, s, V, problem.values_at(pattern, U, s, V))
+        loss_new = loss.total(new.x, y)
+        pen_new = _penalty(new, weights, linear)
+        # Restart test (steps 9-10) on F at the current lambda_t.
+        increased = loss_new + lam_t * pen_new > loss_cur + lam_t * _penalty(
+            cur, weights, linear
+        )
+        mom.update(increased)
+        prev, cur, loss_cur = cur, new, loss_new
+        record = dict(
+            objective=loss_new + lam * pen_new,
+            lam=lam_t,
+            rank=new.rank,
+            svd_rank=k,
+            theta=theta,
+            restart=float(increased),
+        )
+        if problem.validation is not None:
+            with monitor.paused():
+                record[metric_key] = problem.validation_score(U, s, V)
+        # The tolerance compares two consecutive iterates at the target lambda.
+        if monitor.record((U, s, V), allow_stop=at_target >= 2, **record):
+            break
+        if continuing and monitor.tolerance_met():
+            # The iterates have settled before lambda_t reached lambda: end the
+            # continuation now rather than stop at the wrong lambda.
+            continuing = False
+    return monitor.result(
+        (cur.U, cur.s, cur.V), lam=lam, n_restarts=mom.n_restarts, loss=loss_cur
+    )
+
+
+#: Named solver configurations: (SVT strategy, momentum, display name).
+SOLVERS = {
+    "ais_impute": ("approx", "nesterov_restart", "AIS-Impute"),
+    "ais_impute_exact": ("exact", "nesterov_restart", "AIS-Impute (exact)"),
+    "soft_impute": ("exact", "none", "Soft-Impute"),
+    "apg": ("dense", "nesterov_restart", "APG"),
+}
+
+
+_COMMON_CONSTRAINTS = {
+    "lam": [Interval(float, 0, None, closed="neither")],
+    "max_iter": [Interval(int, 1, None)],
+    "tol": [Interval(float, 0, None)],
+    "decay": [Interval(float, 0, 1, closed="neither")],
+    "lam_start": [Interval(float, 0, None, closed="neither"), None],
+    "power_iters": [Interval(int, 0, None)],
+    "max_rank": [Interval(int, 1, None), None],
+    "verbose": [Interval(int, 0, None), "boolean"],
+    "callback": ["callable", None],
+    "random_state": ["random_state"],
+    "exact_svt": ["boolean"],
+    "momentum": [Options(MOMENTUM)],
+}
+
+
+def _run(
+    owner, X, lam, *, svt, momentum, loss, validation, shape, device, dtype, **kw
+) -> SolverResult:
+    validate_params(owner, dict(lam=lam, momentum=momentum, **kw), _COMMON_CONSTRAINTS)
+    problem = _as_problem(
+        X, loss=loss, validation=validation, shape=shape, device=device, dtype=dtype
+    )
+    return proximal_completion(problem, float(lam), svt=svt, momentum=momentum, **kw)
+
+
+def ais_impute(
+    X,
+    lam: float,
+    *,
+    loss="square",
+    exact_svt: bool = False,
+    validation=None,
+    shape=None,
+    max_iter: int = 500,
+    tol: float = 1e-4,
+    decay: float = 0.85,
+    lam_start: float | None = None,
+    power_iters: int = 3,
+    max_rank: int | None = None,
+    init=None,
+    random_state=None,
+    device="auto",
+    dtype=None,
+    verbose: int = 0,
+    callback=None,
+) -> SolverResult:
+    """AIS-Impute: accelerated inexact Soft-Impute (Algorithm 3 of Yao & Kwok).
+
+    Solves ``min_X sum_{Omega} l(X_ij, O_ij) + lam ||X||_*`` by accelerated
+    proximal gradient with step ``1 / rho``, momentum ``theta_t = (c-1)/(c+2)``
+    restarted when the objective increases, continuation of lambda, and an
+    approximate SVT by the power method warm-started from the last two
+    iterates, on the sparse-plus-low-rank ``Z_t`` (never densified).
+
+    Parameters
+    ----------
+    X : ObservedEntries, scipy.sparse, tuple (rows, cols, values), dense array
+        with NaN, or CompletionProblem
+        Observed training entries.
+    lam : float
+        lambda > 0. The objective is a *sum* over observed entries, so lambda
+        scales with the data; :func:`~embedopt.completion.lambda_path` chooses
+        it on a validation set.
+    loss : {"square", "logistic", "squared_hinge"} or Loss
+    exact_svt : bool
+        Use an exact partial SVD (Lanczos) instead of the power method: the
+        paper's "AIS-Impute (exact)" baseline.
+    validation : same types as X, optional
+        Held-out entries; their RMSE (accuracy for +/-1 losses) is recorded
+        every iteration (excluded from the timing).
+    shape : tuple of int, optional
+        Matrix shape for COO input.
+    max_iter : int
+    tol : float
+        Relative change of the objective between iterations (paper: 1e-4).
+    decay : float
+        nu of the continuation ``lambda_t = (lambda_hat - lambda) nu^(t-1) +
+        lambda`` (the authors' experiments use 0.85).
+    lam_start : float, optional
+        lambda_hat (see :func:`proximal_completion`).
+    power_iters : int
+        J (paper: 3).
+    max_rank : int, optional
+        Cap on the rank of the iterates.
+    init : tuple (U, s, V), optional
+        Warm start.
+    random_state : None, int or numpy Generator
+    device : {"auto", "cpu", "cuda"} or torch.device
+    dtype : {"float32", "float64"}
+    verbose : int
+        1: progress bar; 2: also one log record per iteration.
+    callback : callable, optional
+        ``callback(state) -> bool``; True stops.
+
+    Returns
+    -------
+    SolverResult
+        ``x = (U, s, V)``: the solution ``U diag(s) V^T`` as tensors.
+
+    Examples
+    --------
+    >>> from embedopt.data import make_low_rank_matrix
+    >>> prob = make_low_rank_matrix(200, rank=3, random_state=0)
+    >>> res = ais_impute(prob.observed, lam=5.0, random_state=0)
+    >>> U, s, V = res.x
+    """
+    return _run(
+        "ais_impute",
+        X,
+        lam,
+        svt="exact" if exact_svt else "approx",
+        momentum="nesterov_restart",
+        loss=loss,
+        validation=validation,
+        shape=shape,
+        device=device,
+        dtype=dtype,
+        max_iter=max_iter,
+        tol=tol,
+        decay=decay,
+        lam_start=lam_start,
+        power_iters=power_iters,
+        max_rank=max_rank,
+        init=init,
+        random_state=random_state,
+        verbose=verbose,
+        callback=callback,
+        name="AIS-Impute (exact)" if exact_svt else "AIS-Impute",
+    )
+
+
+def soft_impute(
+    X,
+    lam: float,
+    *,
+    loss="square",
+    validation=None,
+    shape=None,
+    max_iter: int = 500,
+    tol: float = 1e-4,
+    decay: float = 0.85,
+    lam_start: float | None = None,
+    max_rank: int | None = None,
+    init=None,
+    random_state=None,
+    device="auto",
+    dtype=None,
+    verbose: int = 0,
+    callback=None,
+) -> SolverResult:
+    """Soft-Impute (Mazumder, Hastie & Tibshirani), the unaccelerated baseline.
+
+    ``X_{t+1} = SVT_lambda(P_Omega(O - X_t) + X_t)`` (generalized to any smooth
+    loss as ``X_t - S_t / rho``) with an exact partial SVD (Lanczos) of the
+    sparse-plus-low-rank matrix, and the same continuation as
+    :func:`ais_impute`. Converges as O(1/T).
+
+    Parameters are those of :func:`ais_impute` (no power method).
+
+    Returns
+    -------
+    SolverResult
+    """
+    return _run(
+        "soft_impute",
+        X,
+        lam,
+        svt="exact",
+        momentum="none",
+        loss=loss,
+        validation=validation,
+        shape=shape,
+        device=device,
+        dtype=dtype,
+        max_iter=max_iter,
+        tol=tol,
+        decay=decay,
+        lam_start=lam_start,
+        max_rank=max_rank,
+        init=init,
+        random_state=random_state,
+        verbose=verbose,
+        callback=callback,
+        name="Soft-Impute",
+    )
+
+
+def apg(
+    X,
+    lam: float,
+    *,
+    loss="square",
+    validation=None,
+    shape=None,
+    max_iter: int = 500,
+    tol: float = 1e-4,
+    decay: float = 0.85,
+    lam_start: float | None = None,
+    max_rank: int | None = None,
+    init=None,
+    random_state=None,
+    device="auto",
+    dtype=None,
+    verbose: int = 0,
+    callback=None,
+) -> SolverResult:
+    """Accelerated proximal gradient without the sparse-plus-low-rank structure.
+
+    The APG baseline of Yao & Kwok (Toh & Yun's method): the same accelerated
+    loop as :func:`ais_impute`, but ``Z_t`` is formed as a dense m x n matrix
+    and its SVT computed by an exact partial SVD. Costs O(mn) memory and time
+    per iteration: for comparison on small matrices only.
+
+    Parameters are those of :func:`soft_impute`.
+
+    Returns
+    -------
+    SolverResult
+    """
+    return _run(
+        "apg",
+        X,
+        lam,
+        svt="dense",
+        momentum="nesterov_restart",
+        loss=loss,
+        validation=validation,
+        shape=shape,
+        device=device,
+        dtype=dtype,
+        max_iter=max_iter,
+        tol=tol,
+        decay=decay,
+        lam_start=lam_start,
+        max_rank=max_rank,
+        init=init,
+        random_state=random_state,
+        verbose=verbose,
+        callback=callback,
+        name="APG",
+    )

@@ -1,0 +1,20 @@
+"""Data containers, splits, synthetic generators and dataset loaders."""
+
+from ._paths import get_data_home
+from .entries import ObservedEntries, as_observed_entries
+from .movielens import MovieLensRatings, load_movielens
+from .splits import kfold_entries, split_entries
+from .synthetic import LowRankProblem, make_low_rank_matrix, sample_positions
+
+__all__ = [
+    "LowRankProblem",
+    "MovieLensRatings",
+    "ObservedEntries",
+    "as_observed_entries",
+    "get_data_home",
+    "kfold_entries",
+    "load_movielens",
+    "make_low_rank_matrix",
+    "sample_positions",
+    "split_entries",
+]

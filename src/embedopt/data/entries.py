@@ -1,0 +1,418 @@
+"""Observed entries of partially observed matrices and tensors."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._core import DataValidationError
+
+__all__ = ["ObservedEntries", "as_observed_entries"]
+
+_AGGREGATIONS = ("mean", "sum", "first", "last", "max", "min")
+
+
+class ObservedEntries:
+    """The observed entries of an m x n matrix (or a D-way tensor), in COO form.
+
+    Parameters
+    ----------
+    indices : array-like of int, shape (nnz, ndim), or sequence of ndim 1-D arrays
+        Position of each observed entry (0-based).
+    values : array-like of float, shape (nnz,)
+        Observed values.
+    shape : tuple of int, optional
+        Size of each mode; inferred as ``max index + 1`` when omitted.
+    validate : bool
+        Check the entries (see Raises). Only internal code that derives entries
+        from already validated ones passes False.
+
+    Attributes
+    ----------
+    indices : numpy.ndarray of int64, shape (nnz, ndim)
+    values : numpy.ndarray of float, shape (nnz,)
+    shape : tuple of int
+
+    Raises
+    ------
+    DataValidationError
+        On empty input, NaN or infinite values, non-integer, negative or
+        out-of-range indices, a wrong number of index arrays or of values, or
+        duplicate positions (aggregate them with :meth:`aggregate_duplicates`).
+
+    Examples
+    --------
+    >>> obs = ObservedEntries.from_coo([0, 1, 2], [1, 0, 2], [5.0, 3.0, 4.0])
+    >>> obs.shape, obs.nnz
+    ((3, 3), 3)
+    """
+
+    def __init__(
+        self,
+        indices,
+        values,
+        shape=None,
+        *,
+        validate: bool = True,
+        check_duplicates: bool = True,
+    ):
+        idx = _as_index_matrix(indices)
+        vals = np.asarray(values)
+        if vals.ndim != 1:
+            vals = vals.reshape(-1) if vals.size == idx.shape[0] else vals
+        if vals.ndim != 1 or vals.shape[0] != idx.shape[0]:
+            raise DataValidationError(
+                f"Got {idx.shape[0]} index tuples but values of shape {vals.shape}; "
+                "give exactly one value per observed position."
+            )
+        if not np.issubdtype(vals.dtype, np.floating):
+            if vals.dtype == object or not np.issubdtype(vals.dtype, np.number):
+                raise DataValidationError(
+                    f"Observed values must be numeric; got dtype {vals.dtype}."
+                )
+            vals = vals.astype(np.float64)
+        if shape is None:
+            if idx.shape[0] == 0:
+                raise DataValidationError("No observed entries: the input is empty.")
+            shape = tuple(int(x) + 1 for x in idx.max(axis=0))
+        self.shape = tuple(int(s) for s in shape)
+        self.indices = idx
+        self.values = vals
+        if validate:
+            _validate(self, check_duplicates=check_duplicates)
+
+    # -- constructors -------------------------------------------------------------
+    @classmethod
+    def from_coo(cls, rows, cols, values, shape=None) -> ObservedEntries:
+        """Build from row indices, column indices and values.
+
+        Parameters
+        ----------
+        rows, cols : array-like of int, shape (nnz,)
+        values : array-like of float, shape (nnz,)
+        shape : tuple of int, optional
+
+        Returns
+        -------
+        ObservedEntries
+        """
+        rows, cols = np.asarray(rows), np.asarray(cols)
+        if rows.shape != cols.shape:
+            raise DataValidationError(
+                f"rows and cols must have the same length; got {rows.shape} and "
+                f"{cols.shape}."
+            )
+        return cls((rows, cols), values, shape)
+
+    @classmethod
+    def from_scipy(cls, matrix) -> ObservedEntries:
+        """Build from a scipy.sparse matrix: stored entries are the observed ones.
+
+        Explicitly stored zeros count as observed zeros; duplicates stored in a
+        COO matrix are an error (SciPy would silently sum them).
+
+        Parameters
+        ----------
+        matrix : scipy.sparse matrix or array, 2-D
+
+        Returns
+        -------
+        ObservedEntries
+        """
+        coo = sp.coo_matrix(matrix)
+        return cls((coo.row, coo.col), coo.data, coo.shape)
+
+    @classmethod
+    def from_dense(cls, array) -> ObservedEntries:
+        """Build from a dense array in which NaN marks a missing entry.
+
+        Parameters
+        ----------
+        array : array-like of float, 2-D or more
+
+        Returns
+        -------
+        ObservedEntries
+        """
+        a = np.asarray(array)
+        if a.dtype == object or not np.issubdtype(a.dtype, np.number):
+            raise DataValidationError(
+                f"A dense input must be numeric with NaN for missing entries; got "
+                f"dtype {a.dtype}."
+            )
+        a = a.astype(np.float64) if not np.issubdtype(a.dtype, np.floating) else a
+        if a.ndim < 2:
+            raise DataValidationError(
+                f"A dense input must be 2-D (or a tensor); got shape {a.shape}. For "
+                "COO data pass a tuple (rows, cols, values)."
+            )
+        if np.isinf(a).any():
+            pos = tuple(int(i) for i in np.argwhere(np.isinf(a))[0])
+            raise DataValidationError(
+                f"The dense input contains infinite values (first at {pos}); only "
+                "NaN may mark missing entries."
+            )
+        mask = ~np.isnan(a)
+        idx = np.argwhere(mask)
+        return cls(idx, a[mask], a.shape)
+
+    # -- views ---------------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        """Number of modes (2 for a matrix)."""
+        return len(self.shape)
+
+    @property
+    def nnz(self) -> int:
+        """Number of observed entries."""
+        return int(self.values.shape[0])
+
+    @property
+    def rows(self) -> np.ndarray:
+        """Row (mode-0) index of each entry."""
+        return self.indices[:, 0]
+
+    @property
+    def cols(self) -> np.ndarray:
+        """Column (mode-1) index of each entry."""
+        return self.indices[:, 1]
+
+    def __len__(self) -> int:
+        return self.nnz
+
+    def __repr__(self) -> str:
+        return f"ObservedEntries(shape={self.shape}, nnz={self.nnz})"
+
+    def subset(self, selection) -> ObservedEntries:
+        """Entries selected by a boolean mask or an index array.
+
+        Parameters
+        ----------
+        selection : array-like of bool or int
+
+        Returns
+        -------
+        ObservedEntries
+            Same shape, fewer entries.
+        """
+        sel = np.asarray(selection)
+        return ObservedEntries(
+            self.indices[sel], self.values[sel], self.shape, validate=False
+        )
+
+    def with_values(self, values) -> ObservedEntries:
+        """Same positions, new values (validated for NaN/inf).
+
+        Parameters
+        ----------
+        values : array-like, shape (nnz,)
+
+        Returns
+        -------
+        ObservedEntries
+        """
+        out = ObservedEntries(self.indices, values, self.shape, validate=False)
+        if out.nnz != self.nnz:
+            raise DataValidationError(f"Expected {self.nnz} values, got {out.nnz}.")
+        _check_values(out.values)
+        return out
+
+    def to_scipy(self, format: str = "csr"):
+        """Return the observed entries as a scipy.sparse matrix (2-D only).
+
+        Parameters
+        ----------
+        format : {"csr", "csc", "coo"}
+
+        Returns
+        -------
+        scipy.sparse matrix
+        """
+        if self.ndim != 2:
+            raise DataValidationError("to_scipy needs a matrix (ndim == 2).")
+        coo = sp.coo_matrix((self.values, (self.rows, self.cols)), shape=self.shape)
+        return coo.asformat(format)
+
+    def aggregate_duplicates(self, how: str = "mean") -> ObservedEntries:
+        """Merge entries observed more than once at the same position.
+
+        Parameters
+        ----------
+        how : {"mean", "sum", "first", "last", "max", "min"}
+
+        Returns
+        -------
+        ObservedEntries
+            One entry per distinct position (sorted by linear index).
+        """
+        if how not in _AGGREGATIONS:
+            raise DataValidationError(
+                f"how must be one of {_AGGREGATIONS}; got {how!r}."
+            )
+        lin = np.ravel_multi_index(tuple(self.indices.T), self.shape)
+        order = np.argsort(lin, kind="stable")
+        lin_s, vals_s = lin[order], self.values[order]
+        uniq, start, counts = np.unique(lin_s, return_index=True, return_counts=True)
+        if how == "mean":
+            agg = np.add.reduceat(vals_s, start) / counts
+        elif how == "sum":
+            agg = np.add.reduceat(vals_s, start)
+        elif how == "first":
+            agg = vals_s[start]
+        elif how == "last":
+            agg = vals_s[start + counts - 1]
+        elif how == "max":
+            agg = np.maximum.reduceat(vals_s, start)
+        else:
+            agg = np.minimum.reduceat(vals_s, start)
+        idx = np.stack(np.unravel_index(uniq, self.shape), axis=1)
+        return ObservedEntries(idx, agg, self.shape, validate=False)
+
+
+def _as_index_matrix(indices) -> np.ndarray:
+    if (
+        isinstance(indices, (tuple, list))
+        and len(indices) > 0
+        and all(np.ndim(a) == 1 for a in indices)
+    ):
+        arrays = [np.asarray(a) for a in indices]
+        lengths = {a.shape[0] for a in arrays}
+        if len(lengths) != 1:
+            raise DataValidationError(
+                "Index arrays must all have the same length; got lengths "
+                f"{[a.shape[0] for a in arrays]}."
+            )
+        idx = (
+            np.stack(arrays, axis=1)
+            if arrays[0].shape[0]
+            else np.empty((0, len(arrays)), dtype=np.int64)
+        )
+    else:
+        idx = np.asarray(indices)
+        if idx.ndim != 2:
+            raise DataValidationError(
+                f"indices must have shape (nnz, ndim) or be a tuple of 1-D arrays; "
+                f"got shape {idx.shape}."
+            )
+    return _as_int(idx)
+
+
+def _as_int(idx: np.ndarray) -> np.ndarray:
+    if idx.dtype == np.bool_:
+        raise DataValidationError("Indices must be integers; got booleans.")
+    if np.issubdtype(idx.dtype, np.integer):
+        return idx.astype(np.int64, copy=False)
+    if np.issubdtype(idx.dtype, np.floating):
+        bad = ~np.isfinite(idx) | (np.floor(idx) != idx)
+        if bad.any():
+            pos = np.argwhere(bad)[0]
+            raise DataValidationError(
+                f"Indices must be integers; entry {int(pos[0])} has index "
+                f"{idx[tuple(pos)]!r} in mode {int(pos[1])}."
+            )
+        return idx.astype(np.int64)
+    raise DataValidationError(f"Indices must be integers; got dtype {idx.dtype}.")
+
+
+def _check_values(vals: np.ndarray) -> None:
+    finite = np.isfinite(vals)
+    if not finite.all():
+        bad = np.flatnonzero(~finite)
+        kind = "NaN" if np.isnan(vals[bad[0]]) else "infinite"
+        raise DataValidationError(
+            f"{bad.size} observed value(s) are NaN or infinite (first: entry "
+            f"{int(bad[0])} is {kind}). Drop those entries or impute them before "
+            "fitting; missing entries are simply not listed."
+        )
+
+
+def _validate(obs: ObservedEntries, check_duplicates: bool = True) -> None:
+    idx, shape = obs.indices, obs.shape
+    if obs.nnz == 0:
+        raise DataValidationError("No observed entries: the input is empty.")
+    if idx.shape[1] != len(shape):
+        raise DataValidationError(
+            f"Indices have {idx.shape[1]} modes but shape {shape} has {len(shape)}."
+        )
+    if any(not isinstance(s, numbers.Integral) or s < 1 for s in shape):
+        raise DataValidationError(f"Every dimension must be >= 1; got shape {shape}.")
+    neg = idx < 0
+    if neg.any():
+        e, d = (int(x) for x in np.argwhere(neg)[0])
+        raise DataValidationError(
+            f"{int(neg.sum())} negative index value(s); first: entry {e} has index "
+            f"{int(idx[e, d])} in mode {d}. Indices are 0-based and non-negative."
+        )
+    over = idx >= np.asarray(shape)[None, :]
+    if over.any():
+        e, d = (int(x) for x in np.argwhere(over)[0])
+        raise DataValidationError(
+            f"{int(over.sum())} index value(s) out of range; first: entry {e} has "
+            f"index {int(idx[e, d])} in mode {d}, whose size is {shape[d]}. Pass a "
+            "larger shape or remap the indices (they are 0-based)."
+        )
+    _check_values(obs.values)
+    if check_duplicates:
+        lin = np.ravel_multi_index(tuple(idx.T), shape)
+        s = np.sort(lin)
+        dup = s[1:] == s[:-1]
+        if dup.any():
+            first = np.unravel_index(s[1:][dup][0], shape)
+            raise DataValidationError(
+                f"{int(dup.sum())} duplicate position(s), e.g. "
+                f"{tuple(int(x) for x in first)}. Aggregate them first, e.g. with "
+                "ObservedEntries(...).aggregate_duplicates('mean') (or 'sum', "
+                "'last'), or pass validate=False to ObservedEntries and call "
+                ".aggregate_duplicates."
+            )
+
+
+def as_observed_entries(X, shape=None, *, owner: str | None = None) -> ObservedEntries:
+    """Convert any supported input to :class:`ObservedEntries`.
+
+    Parameters
+    ----------
+    X : ObservedEntries, scipy.sparse matrix, tuple, or array
+        - ``ObservedEntries``: used as is;
+        - scipy.sparse: the stored entries are the observed ones;
+        - a tuple ``(rows, cols, values)`` (or ``(indices, values)`` for
+          tensors): COO triples;
+        - a dense array or tensor: NaN marks missing entries.
+    shape : tuple of int, optional
+        Shape for COO input (inferred from the indices otherwise).
+    owner : str, optional
+        Name used in error messages.
+
+    Returns
+    -------
+    ObservedEntries
+    """
+    if isinstance(X, ObservedEntries):
+        if shape is not None and tuple(shape) != X.shape:
+            raise DataValidationError(
+                f"shape={tuple(shape)} does not match the entries' shape {X.shape}."
+            )
+        return X
+    if sp.issparse(X):
+        return ObservedEntries.from_scipy(X)
+    if isinstance(X, tuple):
+        if len(X) == 3:
+            return ObservedEntries.from_coo(X[0], X[1], X[2], shape)
+        if len(X) == 2:
+            return ObservedEntries(X[0], X[1], shape)
+        raise DataValidationError(
+            "A tuple input must be (rows, cols, values) or (indices, values); got a "
+            f"tuple of length {len(X)}."
+        )
+    if hasattr(X, "detach"):
+        X = X.detach().cpu().numpy()
+    if isinstance(X, (np.ndarray, list)):
+        return ObservedEntries.from_dense(X)
+    who = f"{owner} " if owner else ""
+    raise DataValidationError(
+        f"{who}cannot read input of type {type(X).__name__}: pass ObservedEntries, a "
+        "scipy.sparse matrix, a tuple (rows, cols, values) or a dense array with NaN "
+        "for missing entries."
+    )

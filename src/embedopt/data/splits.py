@@ -1,0 +1,79 @@
+"""Random splits of observed entries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from .._core import InvalidParameterError, resolve_random_state
+from .entries import ObservedEntries
+
+__all__ = ["kfold_entries", "split_entries"]
+
+
+def split_entries(
+    entries: ObservedEntries,
+    fractions: Sequence[float] = (0.8, 0.2),
+    *,
+    random_state=None,
+) -> tuple[ObservedEntries, ...]:
+    """Split observed entries at random into disjoint parts.
+
+    Parameters
+    ----------
+    entries : ObservedEntries
+    fractions : sequence of float
+        Fraction of the entries in each part; must sum to 1 (e.g. the paper's
+        MovieLens protocol ``(0.5, 0.25, 0.25)``).
+    random_state : None, int or numpy Generator
+
+    Returns
+    -------
+    tuple of ObservedEntries
+        One per fraction, in order.
+    """
+    fr = np.asarray(fractions, dtype=float)
+    if fr.ndim != 1 or fr.size < 2 or (fr <= 0).any() or abs(fr.sum() - 1) > 1e-9:
+        raise InvalidParameterError(
+            "The 'fractions' parameter of split_entries must be a sequence of at "
+            f"least two positive floats summing to 1. Got {tuple(fractions)!r}."
+        )
+    rng = resolve_random_state(random_state, "split_entries").numpy
+    perm = rng.permutation(entries.nnz)
+    bounds = np.round(np.cumsum(fr) * entries.nnz).astype(int)
+    bounds[-1] = entries.nnz
+    parts, start = [], 0
+    for end in bounds:
+        parts.append(entries.subset(np.sort(perm[start:end])))
+        start = end
+    return tuple(parts)
+
+
+def kfold_entries(
+    entries: ObservedEntries, n_splits: int = 5, *, random_state=None
+) -> Iterator[tuple[ObservedEntries, ObservedEntries]]:
+    """K-fold cross-validation over observed entries (shuffled).
+
+    Parameters
+    ----------
+    entries : ObservedEntries
+    n_splits : int
+    random_state : None, int or numpy Generator
+
+    Yields
+    ------
+    train, test : ObservedEntries
+    """
+    if not isinstance(n_splits, (int, np.integer)) or n_splits < 2:
+        raise InvalidParameterError(
+            "The 'n_splits' parameter of kfold_entries must be an int in [2, inf). "
+            f"Got {n_splits!r}."
+        )
+    rng = resolve_random_state(random_state, "kfold_entries").numpy
+    folds = np.array_split(rng.permutation(entries.nnz), n_splits)
+    for k in range(n_splits):
+        test = np.sort(folds[k])
+        mask = np.ones(entries.nnz, dtype=bool)
+        mask[test] = False
+        yield entries.subset(mask), entries.subset(test)

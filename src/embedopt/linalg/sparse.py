@@ -1,0 +1,145 @@
+"""The fixed sparsity pattern of observed entries, with fast products.
+
+A :class:`SparsePattern` stores the positions Omega of the observed entries of
+an m x n matrix once, in CSR order, together with the CSR structure of the
+transpose and the permutation between the two orders. Values that change every
+iteration (residuals, gradients) are plain 1-D tensors in CSR order; the
+products below wrap them into CSR tensors without copying the structure.
+
+Cost model (2-core CPU, 10^7 entries, rank 10, float32): ``matmul`` 25-40 ms,
+``rmatmul`` the same through the stored transpose (torch's own transposed CSR
+product is ~40x slower, which is why the transpose is kept), ``sampled_dot``
+70-90 ms.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import torch
+
+__all__ = ["SparsePattern"]
+
+# torch warns that CSR support is "beta" on every construction; the operations
+# used here (CSR @ dense, sampled_addmm) are stable and tested.
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly")
+
+
+class SparsePattern:
+    """Positions of the observed entries of an m x n matrix.
+
+    Parameters
+    ----------
+    rows, cols : array-like of int
+        Row and column index of each observed entry (any order, no duplicates).
+    shape : tuple of int
+        ``(m, n)``.
+    device : torch.device or str
+        Where the index structures live.
+
+    Attributes
+    ----------
+    shape : tuple of int
+    nnz : int
+        Number of observed entries ``|Omega|``.
+    order : torch.Tensor
+        Permutation taking input order to CSR order: ``values_csr =
+        values_input[order]``.
+
+    Notes
+    -----
+    Indices are stored as int32 when they fit (faster and half the memory of
+    int64 in torch's CSR kernels).
+    """
+
+    def __init__(self, rows, cols, shape: tuple[int, int], device="cpu"):
+        m, n = int(shape[0]), int(shape[1])
+        self.shape = (m, n)
+        rows = torch.as_tensor(np.asarray(rows), dtype=torch.int64)
+        cols = torch.as_tensor(np.asarray(cols), dtype=torch.int64)
+        self.nnz = int(rows.numel())
+        itype = torch.int32 if max(m, n, self.nnz) < 2**31 - 1 else torch.int64
+        self.index_dtype = itype
+        dev = torch.device(device)
+        # CSR order: sort by (row, col).
+        order = torch.from_numpy(np.lexsort((cols.numpy(), rows.numpy())))
+        r_csr, c_csr = rows[order], cols[order]
+        self.order = order.to(dev)
+        self.crow = _compress(r_csr, m).to(dev, itype)
+        self.col = c_csr.to(dev, itype)
+        # Transposed CSR (= CSC of the original): sort CSR entries by (col, row).
+        tperm = torch.from_numpy(np.lexsort((r_csr.numpy(), c_csr.numpy())))
+        self.tperm = tperm.to(dev)
+        self.tcrow = _compress(c_csr[tperm], n).to(dev, itype)
+        self.tcol = r_csr[tperm].to(dev, itype)
+        self.device = dev
+        self._zeros: dict[torch.dtype, torch.Tensor] = {}
+
+    # -- index views ------------------------------------------------------------
+    def row_indices(self) -> torch.Tensor:
+        """Row index of each entry, in CSR order (int64, computed on demand)."""
+        counts = self.crow[1:] - self.crow[:-1]
+        return torch.repeat_interleave(
+            torch.arange(self.shape[0], device=self.device), counts.long()
+        )
+
+    def col_indices(self) -> torch.Tensor:
+        """Column index of each entry, in CSR order (int64)."""
+        return self.col.long()
+
+    def to_csr(self, values: torch.Tensor) -> torch.Tensor:
+        """Wrap CSR-ordered ``values`` into a torch sparse CSR tensor."""
+        return torch.sparse_csr_tensor(
+            self.crow, self.col, values, self.shape, check_invariants=False
+        )
+
+    def to_csr_transposed(self, values: torch.Tensor) -> torch.Tensor:
+        """The transpose (n x m) of :meth:`to_csr` as a CSR tensor."""
+        return torch.sparse_csr_tensor(
+            self.tcrow,
+            self.tcol,
+            values[self.tperm],
+            (self.shape[1], self.shape[0]),
+            check_invariants=False,
+        )
+
+    # -- products -----------------------------------------------------------------
+    def matmul(self, values: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
+        """``P_Omega(values) @ R`` for ``R`` of shape (n, k): O(|Omega| k)."""
+        return self.to_csr(values) @ R
+
+    def rmatmul(self, values: torch.Tensor, Q: torch.Tensor) -> torch.Tensor:
+        """``P_Omega(values)^T @ Q`` for ``Q`` of shape (m, k): O(|Omega| k)."""
+        return self.to_csr_transposed(values) @ Q
+
+    def sampled_dot(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        """Entries of ``A @ B.T`` at the observed positions, in CSR order.
+
+        Parameters
+        ----------
+        A : torch.Tensor, shape (m, k)
+        B : torch.Tensor, shape (n, k)
+
+        Returns
+        -------
+        torch.Tensor, shape (nnz,)
+            ``sum_l A[i_e, l] * B[j_e, l]`` for each observed entry e.
+        """
+        dtype = A.dtype
+        if A.shape[1] == 0:
+            return torch.zeros(self.nnz, dtype=dtype, device=self.device)
+        zeros = self._zeros.get(dtype)
+        if zeros is None:
+            zeros = torch.zeros(self.nnz, dtype=dtype, device=self.device)
+            self._zeros[dtype] = zeros
+        out = torch.sparse.sampled_addmm(self.to_csr(zeros), A, B.T, beta=0.0)
+        return out.values()
+
+
+def _compress(sorted_idx: torch.Tensor, size: int) -> torch.Tensor:
+    counts = torch.bincount(sorted_idx, minlength=size)
+    crow = torch.zeros(size + 1, dtype=torch.int64)
+    crow[1:] = torch.cumsum(counts, 0)
+    return crow

@@ -1,0 +1,367 @@
+"""Singular value thresholding: exact, and approximate by the power method.
+
+All routines take an *operator* exposing ``shape``, ``dtype``, ``device``,
+``matmul(R)`` (``Z @ R``) and ``rmatmul(Q)`` (``Z.T @ Q``) -- for example
+:class:`~embedopt.linalg.SparsePlusLowRank` -- so the matrix is never formed.
+
+The SVT operator (Lemma 2.2 of Yao & Kwok) is
+``SVT_lambda(Z) = U (Sigma - lambda I)_+ V^T``; with a vector of thresholds
+``lambda w_i`` (nondecreasing w) it is the proximal step of the weighted nuclear
+norm (Lemma 3.6), used by the nonconvex regularizers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from scipy.sparse.linalg import LinearOperator, svds
+
+from .._core import InvalidParameterError
+
+__all__ = [
+    "approx_svt",
+    "exact_svt",
+    "partial_svd",
+    "power_method",
+    "shrink",
+    "svt",
+    "warm_start_basis",
+]
+
+
+def _qr(X: torch.Tensor) -> torch.Tensor:
+    return torch.linalg.qr(X, mode="reduced").Q
+
+
+def warm_start_basis(
+    V_cur: torch.Tensor,
+    V_prev: torch.Tensor,
+    *,
+    max_cols: int | None = None,
+    tol: float | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Warm-start basis ``R_t`` of the power method (Algorithm 3, steps 6-7).
+
+    ``V_prev`` is made orthogonal to ``V_cur`` (``V_prev - V_cur V_cur^T V_prev``),
+    columns that vanish are removed, and ``R_t = QR([V_cur, V_prev])``.
+
+    Parameters
+    ----------
+    V_cur, V_prev : torch.Tensor, shapes (n, r_t) and (n, r_{t-1})
+        Right singular vectors of the last two iterates (orthonormal columns).
+    max_cols : int, optional
+        Keep at most this many columns (a rank cap).
+    tol : float, optional
+        Columns whose norm after the projection is below ``tol`` count as zero.
+        Default ``max(1e-6, 100 * eps)`` of the dtype.
+    generator : torch.Generator, optional
+        Used only when both inputs are empty (the all-zero initial iterate of
+        Algorithm 3): the basis is then one random Gaussian column, as the
+        authors' code does.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, k_t)
+        Orthonormal columns, ``k_t >= 1``.
+    """
+    n = V_cur.shape[0]
+    if tol is None:
+        tol = max(1e-6, 100 * torch.finfo(V_cur.dtype).eps)
+    parts = [V_cur] if V_cur.shape[1] else []
+    if V_prev.shape[1]:
+        P = V_prev - V_cur @ (V_cur.T @ V_prev) if V_cur.shape[1] else V_prev
+        keep = torch.linalg.vector_norm(P, dim=0) > tol
+        if bool(keep.any()):
+            parts.append(P[:, keep])
+    if not parts:
+        g = torch.randn(
+            n,
+            1,
+            generator=generator,
+            dtype=V_cur.dtype,
+            device="cpu" if generator is None else generator.device,
+        )
+        return (g / torch.linalg.vector_norm(g)).to(V_cur.device)
+    R = _qr(torch.cat(parts, dim=1)) if len(parts) > 1 else parts[0]
+    if max_cols is not None and R.shape[1] > max_cols:
+        R = R[:, :max_cols]
+    return R
+
+
+def power_method(op, R: torch.Tensor, n_iter: int = 3) -> torch.Tensor:
+    """Block power method with warm start (Algorithm 1).
+
+    ``Q_0 = QR(Z R)``, then ``Q_j = QR(Z (Z^T Q_{j-1}))`` for j = 1..J.
+
+    Parameters
+    ----------
+    op : operator
+        The matrix Z (m x n).
+    R : torch.Tensor, shape (n, k)
+        Warm start.
+    n_iter : int
+        J, the number of power iterations.
+
+    Returns
+    -------
+    torch.Tensor, shape (m, k)
+        Orthonormal approximation of the span of Z's top-k left singular
+        vectors.
+    """
+    Q = _qr(op.matmul(R))
+    for _ in range(n_iter):
+        Q = _qr(op.matmul(op.rmatmul(Q)))
+    return Q
+
+
+def _thresholds(s: torch.Tensor, threshold) -> torch.Tensor:
+    if isinstance(threshold, torch.Tensor) and threshold.ndim == 1:
+        thr = threshold.to(s.dtype).to(s.device)
+        if thr.numel() < s.numel():
+            pad = thr[-1:].expand(s.numel() - thr.numel())
+            thr = torch.cat([thr, pad])
+        return thr[: s.numel()]
+    return torch.full_like(s, float(threshold))
+
+
+def shrink(s: torch.Tensor, threshold) -> torch.Tensor:
+    """Soft-threshold singular values: ``(s_i - threshold_i)_+``.
+
+    Parameters
+    ----------
+    s : torch.Tensor
+        Singular values in decreasing order.
+    threshold : float or torch.Tensor
+        A scalar, or one threshold per index (extended with its last value).
+
+    Returns
+    -------
+    torch.Tensor
+    """
+    return torch.clamp(s - _thresholds(s, threshold), min=0)
+
+
+def _keep_positive(U, s, V, threshold):
+    shrunk = shrink(s, threshold)
+    keep = shrunk > 0
+    return U[:, keep], shrunk[keep], V[:, keep]
+
+
+def approx_svt(op, R: torch.Tensor, threshold, n_iter: int = 3):
+    """Approximate SVT by the power method (Algorithm 2).
+
+    Parameters
+    ----------
+    op : operator
+        The matrix Z (m x n).
+    R : torch.Tensor, shape (n, k)
+        Warm start for :func:`power_method`.
+    threshold : float or torch.Tensor
+        ``lambda`` (or per-index thresholds for a weighted nuclear norm).
+    n_iter : int
+        Power iterations J.
+
+    Returns
+    -------
+    U : torch.Tensor, shape (m, r)
+    s : torch.Tensor, shape (r,)
+        Thresholded singular values (all > 0, decreasing).
+    V : torch.Tensor, shape (n, r)
+    Q : torch.Tensor, shape (m, k)
+        The power-method basis (``r <= k``).
+
+    Notes
+    -----
+    With Q from the power method, ``SVT(Z) = Q SVT(Q^T Z)`` (Proposition 3.3),
+    and ``Q^T Z = W^T`` with ``W = Z^T Q`` (n x k), so only a thin SVD of W is
+    needed: if ``W = Ub S Vb^T`` then ``Q^T Z = Vb S Ub^T``.
+    """
+    Q = power_method(op, R, n_iter)
+    W = op.rmatmul(Q)
+    Ub, S, Vbh = torch.linalg.svd(W, full_matrices=False)
+    U = Q @ Vbh.T
+    U, s, V = _keep_positive(U, S, Ub, threshold)
+    return U, s, V, Q
+
+
+def _numpy_dtype(dtype: torch.dtype):
+    return np.float32 if dtype == torch.float32 else np.float64
+
+
+def _linear_operator(op) -> LinearOperator:
+    m, n = op.shape
+    dt = _numpy_dtype(op.dtype)
+
+    def apply(fn, x, out_dim):
+        x = np.asarray(x, dtype=dt)
+        vec = x.ndim == 1
+        t = torch.from_numpy(np.ascontiguousarray(x.reshape(x.shape[0], -1)))
+        y = fn(t.to(op.device)).cpu().numpy()
+        return y.reshape(out_dim) if vec else y
+
+    return LinearOperator(
+        (m, n),
+        matvec=lambda x: apply(op.matmul, x, m),
+        rmatvec=lambda x: apply(op.rmatmul, x, n),
+        matmat=lambda x: apply(op.matmul, x, None),
+        rmatmat=lambda x: apply(op.rmatmul, x, None),
+        dtype=dt,
+    )
+
+
+def partial_svd(
+    op,
+    k: int,
+    *,
+    method: str = "auto",
+    tol: float = 0.0,
+    random_state: np.random.Generator | None = None,
+    max_iter: int = 1000,
+):
+    """Top-k singular triplets of an operator, computed to convergence.
+
+    Parameters
+    ----------
+    op : operator
+        The matrix Z (m x n).
+    k : int
+        Number of triplets.
+    method : {"auto", "arpack", "subspace", "dense"}
+        ``"arpack"``: implicitly restarted Lanczos (SciPy's ARPACK, on the CPU),
+        the "exact partial SVD" of Soft-Impute and APG. ``"subspace"``: block
+        subspace iteration with Rayleigh-Ritz, run until the top-k singular
+        values change by less than ``tol`` (stays on the operator's device).
+        ``"dense"``: full SVD of the formed matrix. ``"auto"`` picks arpack on
+        CPU, subspace on GPU, and dense when k is close to min(m, n).
+    tol : float
+        Convergence tolerance (0 means machine precision for ARPACK and
+        ``100 * eps`` for subspace iteration).
+    random_state : numpy.random.Generator, optional
+        Start vector(s).
+    max_iter : int
+        Iteration cap of the subspace method.
+
+    Returns
+    -------
+    U : torch.Tensor, shape (m, k)
+    s : torch.Tensor, shape (k,)
+        Decreasing singular values.
+    V : torch.Tensor, shape (n, k)
+    """
+    m, n = op.shape
+    if k < 1:
+        raise InvalidParameterError(
+            f"The 'k' parameter of partial_svd must be an int in [1, inf). Got {k}."
+        )
+    if method == "auto":
+        if k >= min(m, n) - 1 or min(m, n) <= 64:
+            method = "dense"
+        else:
+            method = "arpack" if op.device.type == "cpu" else "subspace"
+    rng = random_state if random_state is not None else np.random.default_rng(0)
+    if method == "dense" or k >= min(m, n):
+        Z = op.to_dense()
+        U, s, Vh = torch.linalg.svd(Z, full_matrices=False)
+        k = min(k, s.numel())
+        return U[:, :k], s[:k], Vh[:k].T
+    if method == "arpack":
+        lo = _linear_operator(op)
+        v0 = rng.standard_normal(min(m, n)).astype(lo.dtype)
+        U, s, Vh = svds(lo, k=k, tol=tol, v0=v0, solver="arpack")
+        idx = np.argsort(s)[::-1]
+        to = dict(dtype=op.dtype, device=op.device)
+        return (
+            torch.as_tensor(np.ascontiguousarray(U[:, idx]), **to),
+            torch.as_tensor(np.ascontiguousarray(s[idx]), **to),
+            torch.as_tensor(np.ascontiguousarray(Vh[idx].T), **to),
+        )
+    if method == "subspace":
+        return _subspace_svd(op, k, tol, rng, max_iter)
+    raise InvalidParameterError(
+        "The 'method' parameter of partial_svd must be a str among {'auto', "
+        f"'arpack', 'subspace', 'dense'}}. Got {method!r}."
+    )
+
+
+def _subspace_svd(op, k, tol, rng, max_iter):
+    m, n = op.shape
+    p = min(k + max(5, k // 2), min(m, n))
+    tol = tol or 100 * torch.finfo(op.dtype).eps
+    R = torch.as_tensor(rng.standard_normal((n, p)), dtype=op.dtype, device=op.device)
+    Q = _qr(op.matmul(R))
+    s_old = None
+    for _ in range(max_iter):
+        W = op.rmatmul(Q)  # Z^T Q, n x p
+        Ub, S, Vbh = torch.linalg.svd(W, full_matrices=False)
+        if s_old is not None and bool((torch.abs(S[:k] - s_old) <= tol * S[0]).all()):
+            break
+        s_old = S[:k]
+        Q = _qr(op.matmul(Ub))
+    U = Q @ Vbh.T
+    return U[:, :k], S[:k], Ub[:, :k]
+
+
+def exact_svt(
+    op,
+    threshold,
+    k_init: int = 1,
+    *,
+    k_step: int = 5,
+    method: str = "auto",
+    random_state: np.random.Generator | None = None,
+):
+    """Exact SVT from partial SVDs of growing size.
+
+    Computes the top-k triplets; while all k singular values exceed their
+    threshold, k grows by ``k_step`` and the partial SVD is repeated, so every
+    singular value above the threshold is found (the PROPACK-based SVT of
+    Soft-Impute and APG).
+
+    Parameters
+    ----------
+    op : operator
+    threshold : float or torch.Tensor
+    k_init : int
+        First guess of the number of singular values above the threshold.
+    k_step : int
+        Growth of k when the guess was too small.
+    method : str
+        See :func:`partial_svd`.
+    random_state : numpy.random.Generator, optional
+
+    Returns
+    -------
+    U, s, V : torch.Tensor
+        Thresholded triplets.
+    k : int
+        Size of the last partial SVD.
+    """
+    m, n = op.shape
+    kmax = min(m, n)
+    k = int(min(max(k_init, 1), kmax))
+    while True:
+        U, s, V = partial_svd(op, k, method=method, random_state=random_state)
+        n_above = int((s > _thresholds(s, threshold)).sum())
+        if n_above < k or k >= kmax:
+            break
+        k = min(k + k_step, kmax)
+    U, s, V = _keep_positive(U, s, V, threshold)
+    return U, s, V, k
+
+
+def svt(Z: torch.Tensor, threshold):
+    """Exact SVT of a dense matrix by a full SVD (reference implementation).
+
+    Parameters
+    ----------
+    Z : torch.Tensor, shape (m, n)
+    threshold : float or torch.Tensor
+
+    Returns
+    -------
+    U, s, V : torch.Tensor
+        ``SVT(Z) = U diag(s) V^T`` with only the positive ``s`` kept.
+    """
+    U, S, Vh = torch.linalg.svd(Z, full_matrices=False)
+    return _keep_positive(U, S, Vh.T, threshold)

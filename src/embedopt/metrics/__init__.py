@@ -1,0 +1,5 @@
+"""Evaluation metrics."""
+
+from .regression import accuracy, mae, nmse, nmse_lowrank, rmse
+
+__all__ = ["accuracy", "mae", "nmse", "nmse_lowrank", "rmse"]

@@ -1,0 +1,113 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from embedopt._core import DataValidationError, InvalidParameterError, NotFittedError
+from embedopt.completion import MatrixCompletion
+from embedopt.data import ObservedEntries, load_movielens, split_entries
+from embedopt.metrics import rmse
+from tests.conftest import random_entries, requires_dataset
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    entries, U, V = random_entries(m=60, n=40, rank=3, frac=0.5, noise=0.01)
+    model = MatrixCompletion(center="none", random_state=0, dtype="float64")
+    return model.fit(entries), entries, U, V
+
+
+def test_fit_predict_recovers_low_rank(fitted):
+    model, _entries, U, V = fitted
+    truth = U @ V.T
+    rows, cols = np.nonzero(np.ones_like(truth, dtype=bool))
+    pred = model.predict(rows, cols)
+    assert rmse(truth.ravel(), pred) < 0.1 * truth.std()
+    assert model.rank_ == model.s_.shape[0] == model.U_.shape[1]
+    assert model.path_ is not None and model.lam_ in model.path_["lambdas"]
+    np.testing.assert_allclose(model.to_dense().ravel(), pred, atol=1e-8)
+
+
+def test_predict_input_forms(fitted):
+    model, entries, _, _ = fitted
+    a = model.predict([0, 1], [2, 3])
+    np.testing.assert_allclose(model.predict(np.array([[0, 2], [1, 3]])), a)
+    np.testing.assert_allclose(model.predict(([0, 1], [2, 3])), a)
+    np.testing.assert_allclose(
+        model.predict(ObservedEntries(([0, 1], [2, 3]), [0.0, 0.0], entries.shape)), a
+    )
+    with pytest.raises(DataValidationError, match="out of range"):
+        model.predict([60], [0])
+    with pytest.raises(DataValidationError):
+        model.predict(np.zeros((3, 3)))
+
+
+def test_score_and_fit_forms(fitted):
+    model, entries, _, _ = fitted
+    assert model.score(entries) == pytest.approx(
+        -rmse(entries.values, model.predict(entries.rows, entries.cols))
+    )
+    pos = np.stack([entries.rows, entries.cols], 1)
+    m2 = MatrixCompletion(lam=1.0, center="both", random_state=0).fit(
+        pos, entries.values, shape=entries.shape
+    )
+    assert m2.shape_ == entries.shape and m2.path_ is None
+    dense = np.full(entries.shape, np.nan)
+    dense[entries.rows, entries.cols] = entries.values
+    m3 = MatrixCompletion(lam=1.0, random_state=0).fit(dense)
+    m4 = MatrixCompletion(lam=1.0, random_state=0).fit(
+        sp.csr_matrix(
+            (entries.values, (entries.rows, entries.cols)), shape=entries.shape
+        )
+    )
+    np.testing.assert_allclose(m3.predict([0], [0]), m4.predict([0], [0]), rtol=1e-5)
+
+
+def test_binary_completion_scores_accuracy():
+    rng = np.random.default_rng(0)
+    S = np.sign(rng.standard_normal((50, 2)) @ rng.standard_normal((2, 40)))
+    r, c = np.nonzero(rng.random((50, 40)) < 0.6)
+    obs = ObservedEntries((r, c), S[r, c], (50, 40))
+    tr, te = split_entries(obs, (0.8, 0.2), random_state=0)
+    model = MatrixCompletion(loss="logistic", center="none", random_state=0).fit(tr)
+    assert model.score(te) > 0.85
+    assert set(np.unique(model.predict(te))) <= {-1.0, 1.0}
+    with pytest.raises(InvalidParameterError, match="'center' parameter"):
+        MatrixCompletion(loss="logistic", center="both").fit(tr)
+    with pytest.raises(DataValidationError, match=r"\+/-1"):
+        MatrixCompletion(loss="logistic", center="none").fit(
+            obs.with_values(obs.values + 2)
+        )
+
+
+def test_not_fitted_and_bad_params():
+    with pytest.raises(NotFittedError):
+        MatrixCompletion().predict([0], [0])
+    entries, _, _ = random_entries()
+    with pytest.raises(
+        InvalidParameterError,
+        match=r"The 'lam' parameter of MatrixCompletion must be a float "
+        r"in \(0, inf\) or a str among \{'auto'\}\. Got -1\.0\.",
+    ):
+        MatrixCompletion(lam=-1.0).fit(entries)
+    with pytest.raises(InvalidParameterError, match="'solver'"):
+        MatrixCompletion(solver="als").fit(entries)
+    with pytest.raises(DataValidationError, match="duplicate"):
+        MatrixCompletion().fit(([0, 0], [1, 1], [1.0, 2.0]))
+    with pytest.raises(DataValidationError, match="empty"):
+        MatrixCompletion().fit(np.full((3, 3), np.nan))
+
+
+def test_refit_uses_all_entries():
+    entries, _, _ = random_entries(m=40, n=30, frac=0.6)
+    a = MatrixCompletion(refit=True, random_state=0).fit(entries)
+    b = MatrixCompletion(refit=False, random_state=0).fit(entries)
+    assert a.lam_ == b.lam_
+    assert a.score(entries) >= b.score(entries) - 1e-6
+
+
+@requires_dataset("movielens-100k")
+def test_movielens_100k_beats_a_baseline():
+    ml = load_movielens("100k")
+    tr, te = split_entries(ml.entries, (0.8, 0.2), random_state=0)
+    model = MatrixCompletion(random_state=0).fit(tr)
+    assert -model.score(te) < 0.95  # global-mean baseline is ~1.12

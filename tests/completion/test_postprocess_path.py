@@ -1,0 +1,127 @@
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize
+
+from embedopt._core import InvalidParameterError
+from embedopt.completion import (
+    Centering,
+    CompletionProblem,
+    ais_impute,
+    lambda_path,
+    postprocess,
+)
+from embedopt.data import ObservedEntries, split_entries
+from tests.conftest import random_entries
+
+D = torch.float64
+
+
+def _train_loss(problem, U, s, V):
+    return problem.loss.total(problem.values_at(problem.pattern, U, s, V), problem.y)
+
+
+def test_square_postprocess_is_the_least_squares_refit():
+    entries, _, _ = random_entries(m=30, n=20, rank=3, frac=0.6, noise=0.1)
+    problem = CompletionProblem(entries, dtype="float64")
+    U, s, V = ais_impute(problem, 3.0, random_state=0).x
+    U2, s2, V2 = postprocess(problem, U, s, V)
+    # dense least squares over theta: D theta ~ y, D_e = U[i_e] * V[j_e]
+    Dm = (U[entries.rows] * V[entries.cols]).numpy()
+    theta = np.linalg.lstsq(Dm, entries.values, rcond=None)[0]
+    X_ref = (U.numpy() * theta) @ V.numpy().T
+    np.testing.assert_allclose((U2 * s2 @ V2.T).numpy(), X_ref, atol=1e-8)
+    assert _train_loss(problem, U2, s2, V2) <= _train_loss(problem, U, s, V)
+    assert torch.all(s2[:-1] >= s2[1:]) and torch.all(s2 >= 0)
+
+
+def test_logistic_postprocess_matches_scipy_and_never_increases_loss():
+    rng = np.random.default_rng(1)
+    m, n = 40, 30
+    S = np.sign(rng.standard_normal((m, 2)) @ rng.standard_normal((2, n)))
+    mask = rng.random((m, n)) < 0.5
+    r, c = np.nonzero(mask)
+    problem = CompletionProblem(
+        ObservedEntries((r, c), S[r, c], (m, n)), loss="logistic", dtype="float64"
+    )
+    U, s, V = ais_impute(problem, 3.0, random_state=0).x
+    U2, s2, V2 = postprocess(problem, U, s, V)
+    Dm = (U[problem.pattern.row_indices()] * V[problem.pattern.col_indices()]).numpy()
+    yv = problem.y.numpy()
+
+    def f(th):
+        z = -yv * (Dm @ th)
+        return np.logaddexp(0, z).sum(), Dm.T @ (-yv / (1 + np.exp(-z)))
+
+    ref = minimize(f, s.numpy(), jac=True, method="BFGS", options={"gtol": 1e-10})
+    assert _train_loss(problem, U2, s2, V2) == pytest.approx(ref.fun, rel=1e-6)
+    assert _train_loss(problem, U2, s2, V2) <= _train_loss(problem, U, s, V)
+
+
+def test_postprocess_of_rank_zero_is_identity():
+    entries, _, _ = random_entries()
+    problem = CompletionProblem(entries, dtype="float64")
+    U, s, V = (
+        torch.zeros(30, 0, dtype=D),
+        torch.zeros(0, dtype=D),
+        torch.zeros(20, 0, dtype=D),
+    )
+    assert postprocess(problem, U, s, V)[1].numel() == 0
+
+
+def test_lambda_path_selects_on_validation():
+    entries, _, _ = random_entries(m=40, n=30, rank=2, frac=0.6, noise=0.05)
+    tr, va = split_entries(entries, (0.8, 0.2), random_state=0)
+    path = lambda_path(
+        tr,
+        va,
+        n_lambdas=8,
+        lambda_min_ratio=1e-2,
+        patience=None,
+        random_state=0,
+        dtype="float64",
+    )
+    assert len(path.lambdas) == 8 and np.all(np.diff(path.lambdas) < 0)
+    assert path.best_index == int(np.argmin(path.scores))
+    assert path.best_lambda == path.lambdas[path.best_index]
+    U, s, V = path.best_factors
+    problem = CompletionProblem(tr, validation=va, dtype="float64")
+    assert problem.validation_score(U, s, V) == pytest.approx(path.scores.min())
+    short = lambda_path(
+        tr,
+        va,
+        n_lambdas=8,
+        lambda_min_ratio=1e-2,
+        patience=1,
+        random_state=0,
+        dtype="float64",
+    )
+    assert len(short.lambdas) <= 8
+    explicit = lambda_path(
+        tr, va, lambdas=[0.5, 2.0], postprocess=False, random_state=0
+    )
+    np.testing.assert_allclose(explicit.lambdas, [2.0, 0.5])
+    assert not explicit.postprocessed.any()
+
+
+def test_lambda_path_needs_validation():
+    entries, _, _ = random_entries()
+    with pytest.raises(InvalidParameterError, match="validation"):
+        lambda_path(entries)
+
+
+def test_centering_recovers_additive_model():
+    rng = np.random.default_rng(0)
+    m, n = 20, 15
+    a, b = rng.standard_normal(m), rng.standard_normal(n)
+    full = 3.0 + a[:, None] + b[None, :]
+    r, c = np.nonzero(rng.random((m, n)) < 0.7)
+    obs = ObservedEntries((r, c), full[r, c], (m, n))
+    cen = Centering("both", reg=0.0, n_sweeps=200).fit(obs)
+    np.testing.assert_allclose(cen.offsets(r, c), full[r, c], atol=1e-6)
+    z = Centering("global", scale=True).fit(obs)
+    t = z.transform(obs)
+    assert abs(t.values.mean()) < 1e-12 and abs(t.values.std() - 1) < 1e-12
+    np.testing.assert_allclose(z.inverse_transform(r, c, t.values), obs.values)
+    with pytest.raises(InvalidParameterError):
+        Centering("rows")

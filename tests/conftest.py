@@ -1,0 +1,54 @@
+"""Shared fixtures: seeded tiny problems and the real-data directory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from embedopt.data import ObservedEntries
+
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+def data_dir() -> Path | None:
+    """The real-data folder ($EMBEDOPT_DATA), or None when absent."""
+    env = os.environ.get("EMBEDOPT_DATA")
+    if env and Path(env).is_dir():
+        return Path(env)
+    return None
+
+
+def requires_dataset(folder: str):
+    """Skip a test unless $EMBEDOPT_DATA/<folder> exists."""
+    root = data_dir()
+    ok = root is not None and (root / folder).is_dir()
+    return pytest.mark.skipif(
+        not ok, reason=f"needs $EMBEDOPT_DATA/{folder} (real data not available)"
+    )
+
+
+requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+def random_entries(m=30, n=20, rank=3, frac=0.5, noise=0.01, seed=0):
+    """A tiny noisy low-rank matrix observed on a random fraction of entries.
+
+    Returns (entries, U, V) with truth U @ V.T.
+    """
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((m, rank))
+    V = rng.standard_normal((n, rank))
+    mask = rng.random((m, n)) < frac
+    rows, cols = np.nonzero(mask)
+    vals = (U @ V.T)[rows, cols] + noise * rng.standard_normal(rows.size)
+    return ObservedEntries((rows, cols), vals, (m, n)), U, V
+
+
+@pytest.fixture
+def tiny():
+    """(entries, U, V) of a 30 x 20 rank-3 matrix, half observed."""
+    return random_entries()

@@ -1,0 +1,129 @@
+import numpy as np
+import pytest
+import torch
+
+from embedopt._core import (
+    BaseEstimator,
+    DeviceUnavailableError,
+    InstanceOf,
+    Interval,
+    InvalidParameterError,
+    NotFittedError,
+    Options,
+    check_is_fitted,
+    check_param,
+    clone,
+    resolve_device,
+    resolve_dtype,
+    resolve_random_state,
+)
+
+
+def test_message_shape():
+    with pytest.raises(InvalidParameterError) as exc:
+        check_param("MatrixCompletion", "rank", 0, [Interval(int, 1, None)])
+    assert str(exc.value) == (
+        "The 'rank' parameter of MatrixCompletion must be an int in [1, inf). Got 0."
+    )
+
+
+def test_multiple_constraints_message():
+    with pytest.raises(InvalidParameterError, match=r"or None\. Got 'x'"):
+        check_param("f", "k", "x", [Interval(int, 1, None), None])
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"), [(1, True), (0, False), (1.5, False), (True, False), (None, False)]
+)
+def test_interval_int(value, ok):
+    assert Interval(int, 1, None).is_satisfied_by(value) is ok
+
+
+def test_interval_float_bounds():
+    c = Interval(float, 0, 1, closed="neither")
+    assert c.is_satisfied_by(0.5)
+    assert not c.is_satisfied_by(0.0)
+    assert not c.is_satisfied_by(1)
+    assert not c.is_satisfied_by(float("nan"))
+    assert str(c) == "a float in (0, 1)"
+
+
+def test_options_and_instanceof():
+    assert Options(["a", "b"]).is_satisfied_by("a")
+    assert not Options(["a", "b"]).is_satisfied_by("c")
+    assert "among {'a', 'b'}" in str(Options(["a", "b"]))
+    assert InstanceOf(int, "an int").is_satisfied_by(3)
+
+
+def test_invalid_parameter_error_is_value_and_type_error():
+    assert issubclass(InvalidParameterError, ValueError)
+    assert issubclass(InvalidParameterError, TypeError)
+
+
+def test_resolve_device():
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("auto").type in ("cpu", "cuda")
+    with pytest.raises(InvalidParameterError):
+        resolve_device("tpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA present")
+def test_cuda_unavailable_is_an_error():
+    with pytest.raises(DeviceUnavailableError, match="CUDA is not available"):
+        resolve_device("cuda")
+
+
+def test_resolve_dtype():
+    assert resolve_dtype(None) is torch.float32
+    assert resolve_dtype("float64") is torch.float64
+    assert resolve_dtype(np.float32) is torch.float32
+    assert resolve_dtype(torch.float64) is torch.float64
+    with pytest.raises(InvalidParameterError):
+        resolve_dtype("int8")
+
+
+def test_random_state_reproducible():
+    a, b = resolve_random_state(3), resolve_random_state(3)
+    assert a.numpy.integers(0, 10**9) == b.numpy.integers(0, 10**9)
+    ta = torch.randn(3, generator=a.torch("cpu"))
+    tb = torch.randn(3, generator=b.torch("cpu"))
+    assert torch.equal(ta, tb)
+    gen = np.random.default_rng(0)
+    assert resolve_random_state(gen).numpy is gen
+    with pytest.raises(InvalidParameterError):
+        resolve_random_state(-1)
+    with pytest.raises(InvalidParameterError):
+        resolve_random_state("seed")
+
+
+class _Est(BaseEstimator):
+    _parameter_constraints = {"alpha": [Interval(float, 0, None)]}  # noqa: RUF012
+
+    def __init__(self, alpha=1.0, *, beta="x"):
+        self.alpha = alpha
+        self.beta = beta
+
+    def fit(self):
+        self._validate_params()
+        self.done_ = True
+        return self
+
+
+def test_base_estimator_params_clone_repr():
+    e = _Est(2.0, beta="y")
+    assert e.get_params() == {"alpha": 2.0, "beta": "y"}
+    c = clone(e)
+    assert c.get_params() == e.get_params() and c is not e
+    assert repr(e) == "_Est(alpha=2.0, beta='y')"
+    e.set_params(alpha=3.0)
+    assert e.alpha == 3.0
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        e.set_params(gamma=1)
+
+
+def test_not_fitted_and_validation():
+    e = _Est(-1.0)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(e, "done_")
+    with pytest.raises(InvalidParameterError, match="'alpha' parameter of _Est"):
+        e.fit()

@@ -1,0 +1,152 @@
+import numpy as np
+import pytest
+import torch
+
+from embedopt.linalg import (
+    DenseOperator,
+    SparsePattern,
+    SparsePlusLowRank,
+    approx_svt,
+    exact_svt,
+    partial_svd,
+    power_method,
+    shrink,
+    svt,
+    warm_start_basis,
+)
+
+D = torch.float64
+
+
+def _pattern(m=13, n=9, frac=0.4, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = rng.random((m, n)) < frac
+    r, c = np.nonzero(mask)
+    perm = rng.permutation(r.size)  # any input order
+    return SparsePattern(r[perm], c[perm], (m, n)), r[perm], c[perm], rng
+
+
+def test_sparse_products_match_dense():
+    pat, r, c, rng = _pattern()
+    vals_in = torch.as_tensor(rng.standard_normal(r.size), dtype=D)
+    vals = vals_in[pat.order]
+    dense = torch.zeros(pat.shape, dtype=D)
+    dense[r, c] = vals_in
+    R = torch.randn(9, 4, dtype=D)
+    Q = torch.randn(13, 4, dtype=D)
+    torch.testing.assert_close(pat.matmul(vals, R), dense @ R)
+    torch.testing.assert_close(pat.rmatmul(vals, Q), dense.T @ Q)
+    A, B = torch.randn(13, 3, dtype=D), torch.randn(9, 3, dtype=D)
+    full = A @ B.T
+    expect = full[pat.row_indices(), pat.col_indices()]
+    torch.testing.assert_close(pat.sampled_dot(A, B), expect)
+    assert pat.sampled_dot(A[:, :0], B[:, :0]).abs().sum() == 0
+
+
+def test_sparse_plus_low_rank_matches_dense():
+    pat, _r, _c, rng = _pattern()
+    vals = torch.as_tensor(rng.standard_normal(pat.nnz), dtype=D)
+    U1, V1 = torch.randn(13, 2, dtype=D), torch.randn(9, 2, dtype=D)
+    U2, V2 = torch.randn(13, 3, dtype=D), torch.randn(9, 3, dtype=D)
+    op = SparsePlusLowRank.from_terms(pat, vals, [(1.5, U1, V1), (-0.5, U2, V2)])
+    dense = pat.to_csr(vals).to_dense() + 1.5 * U1 @ V1.T - 0.5 * U2 @ V2.T
+    torch.testing.assert_close(op.to_dense(), dense)
+    R, Q = torch.randn(9, 4, dtype=D), torch.randn(13, 4, dtype=D)
+    torch.testing.assert_close(op.matmul(R), dense @ R)
+    torch.testing.assert_close(op.rmatmul(Q), dense.T @ Q)
+    empty = SparsePlusLowRank.from_terms(pat, vals, [(0.0, U1, V1)])
+    assert empty.A.shape == (13, 0)
+
+
+def _lowrank_plus_noise(m=40, n=30, r=4, noise=1e-3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    U = torch.linalg.qr(torch.randn(m, r, generator=g, dtype=D)).Q
+    V = torch.linalg.qr(torch.randn(n, r, generator=g, dtype=D)).Q
+    s = torch.tensor([10.0, 7.0, 5.0, 3.0], dtype=D)[:r]
+    return U @ torch.diag(s) @ V.T + noise * torch.randn(m, n, generator=g, dtype=D)
+
+
+def test_power_method_captures_top_subspace():
+    Z = _lowrank_plus_noise()
+    op = DenseOperator(Z)
+    Q = power_method(op, torch.randn(30, 4, dtype=D), n_iter=5)
+    Uex = torch.linalg.svd(Z).U[:, :4]
+    # The projector on span(Q) reproduces the exact top-4 subspace.
+    torch.testing.assert_close(Q @ (Q.T @ Uex), Uex, atol=1e-6, rtol=0)
+    torch.testing.assert_close(Q.T @ Q, torch.eye(4, dtype=D))
+
+
+def test_approx_svt_matches_exact_svt():
+    Z = _lowrank_plus_noise()
+    U, s, V, Q = approx_svt(DenseOperator(Z), torch.randn(30, 6, dtype=D), 2.0, 5)
+    Ue, se, Ve = svt(Z, 2.0)
+    torch.testing.assert_close(s, se, atol=1e-8, rtol=0)
+    torch.testing.assert_close(
+        U @ torch.diag(s) @ V.T, Ue @ torch.diag(se) @ Ve.T, atol=1e-8, rtol=0
+    )
+    assert Q.shape == (40, 6)
+
+
+def test_svt_is_the_proximal_operator():
+    # SVT_lam(Z) minimizes 0.5||X - Z||^2 + lam ||X||_*: perturbations do not help.
+    Z = _lowrank_plus_noise()
+    lam = 2.5
+    U, s, V = svt(Z, lam)
+    X = U @ torch.diag(s) @ V.T
+
+    def h(X):
+        return 0.5 * ((X - Z) ** 2).sum() + lam * torch.linalg.svdvals(X).sum()
+
+    g = torch.Generator().manual_seed(1)
+    for _ in range(5):
+        assert h(X) <= h(X + 1e-3 * torch.randn(X.shape, generator=g, dtype=D))
+
+
+def test_shrink_scalar_and_weights():
+    s = torch.tensor([5.0, 3.0, 1.0])
+    torch.testing.assert_close(shrink(s, 2.0), torch.tensor([3.0, 1.0, 0.0]))
+    torch.testing.assert_close(
+        shrink(s, torch.tensor([0.0, 1.0])), torch.tensor([5.0, 2.0, 0.0])
+    )
+
+
+@pytest.mark.parametrize("method", ["arpack", "subspace", "dense"])
+def test_partial_svd_methods(method):
+    Z = _lowrank_plus_noise(m=80, n=70)
+    U, s, V = partial_svd(
+        DenseOperator(Z), 3, method=method, random_state=np.random.default_rng(0)
+    )
+    se = torch.linalg.svdvals(Z)[:3]
+    torch.testing.assert_close(s, se, atol=1e-7, rtol=1e-7)
+    torch.testing.assert_close(U.T @ Z @ V, torch.diag(s), atol=1e-6, rtol=0)
+
+
+def test_exact_svt_grows_k_until_all_found():
+    Z = _lowrank_plus_noise(m=80, n=70)
+    U, s, V, k = exact_svt(DenseOperator(Z), 1.0, k_init=1, k_step=1, method="arpack")
+    Ue, se, Ve = svt(Z, 1.0)
+    assert s.numel() == se.numel() == 4
+    assert k == 5
+    torch.testing.assert_close(
+        U @ torch.diag(s) @ V.T, Ue @ torch.diag(se) @ Ve.T, atol=1e-7, rtol=0
+    )
+
+
+def test_warm_start_basis():
+    g = torch.Generator().manual_seed(0)
+    Vt = torch.linalg.qr(torch.randn(20, 3, generator=g, dtype=D)).Q
+    Vp = torch.linalg.qr(torch.randn(20, 2, generator=g, dtype=D)).Q
+    R = warm_start_basis(Vt, Vp)
+    assert R.shape == (20, 5)
+    torch.testing.assert_close(R.T @ R, torch.eye(5, dtype=D))
+    # span contains both inputs
+    torch.testing.assert_close(
+        R @ (R.T @ torch.cat([Vt, Vp], 1)), torch.cat([Vt, Vp], 1)
+    )
+    # a previous basis inside the current one adds no column ("zero columns")
+    assert warm_start_basis(Vt, Vt[:, :2]).shape == (20, 3)
+    assert warm_start_basis(Vt, Vp, max_cols=4).shape == (20, 4)
+    # empty iterates: one random unit column
+    e = torch.zeros(20, 0, dtype=D)
+    r = warm_start_basis(e, e, generator=g)
+    assert r.shape == (20, 1) and torch.isclose(r.norm(), torch.tensor(1.0, dtype=D))

@@ -1,0 +1,59 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from embedopt.cli import main
+from tests.conftest import requires_dataset
+
+
+def test_complete_synthetic_smoke(capsys, tmp_path):
+    out = tmp_path / "r.json"
+    assert main(["complete", "--size", "120", "--seed", "1", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "lambda path" in text and "test NMSE" in text and "objective" in text
+    res = json.loads(out.read_text())
+    assert res["test_nmse"] < 0.2 and res["rank"] >= 1
+
+
+def test_complete_fixed_lambda_and_csv(capsys, tmp_path):
+    csv = tmp_path / "d.csv"
+    lines = ["row,col,value"] + [
+        f"{i},{j},{(i % 3) * (j % 4) * 0.5}"
+        for i in range(20)
+        for j in range(15)
+        if (i + j) % 3
+    ]
+    csv.write_text("\n".join(lines))
+    assert main(["complete", "--data", str(csv), "--lam", "0.5"]) == 0
+    assert "test rmse" in capsys.readouterr().out
+
+
+def test_help_of_every_command():
+    r = subprocess.run(
+        [sys.executable, "-m", "embedopt", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "complete" in r.stdout
+    r = subprocess.run(
+        [sys.executable, "-m", "embedopt", "complete", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "--solver" in r.stdout
+
+
+def test_no_command_prints_help(capsys):
+    assert main([]) == 2
+    with pytest.raises(SystemExit):
+        main(["complete", "--solver", "nope"])
+
+
+@requires_dataset("movielens-100k")
+def test_complete_movielens_100k(capsys):
+    assert main(["complete", "--data", "movielens-100k"]) == 0
+    assert "test rmse" in capsys.readouterr().out

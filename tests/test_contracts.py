@@ -1,0 +1,216 @@
+"""The contract suite every estimator joins (DESIGN.md, test kind 4).
+
+To add an estimator, append an :class:`EstimatorCase` to ``CASES``: how to
+build it small, what to fit it on, how to get its output, the documented
+options that must all run, parameters that must reach its solver, invalid
+parameters and bad inputs with their errors.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+import embedopt.completion.estimators as mc_module
+from embedopt._core import (
+    DataValidationError,
+    InvalidParameterError,
+    NotFittedError,
+    clone,
+)
+from embedopt.completion import SOLVERS, MatrixCompletion
+from tests.conftest import random_entries
+
+
+@dataclass
+class EstimatorCase:
+    name: str
+    make: Callable[..., object]
+    fit_args: Callable[[], tuple]
+    output: Callable[[object, tuple], np.ndarray]
+    fitted_attr: str
+    options: list[dict] = field(default_factory=list)
+    # (module, function name, {param: (value, solver kwarg)})
+    wiring: list[tuple] = field(default_factory=list)
+    bad_params: list[dict] = field(default_factory=list)
+    bad_inputs: list[tuple[tuple, type, str]] = field(default_factory=list)
+
+
+def _mc_data():
+    entries, _, _ = random_entries(m=24, n=18, rank=2, frac=0.6)
+    return (entries,)
+
+
+CASES = [
+    EstimatorCase(
+        name="MatrixCompletion",
+        make=lambda **kw: MatrixCompletion(
+            **{"n_lambdas": 4, "random_state": 0, "max_iter": 60, **kw}
+        ),
+        fit_args=_mc_data,
+        output=lambda est, args: est.predict(args[0].rows, args[0].cols),
+        fitted_attr="factors_",
+        options=[{"solver": s} for s in SOLVERS]
+        + [{"lam": 0.5, "postprocess": p} for p in (True, False)]
+        + [{"center": c} for c in ("none", "global", "row", "column", "both")]
+        + [
+            {"scale": True},
+            {"refit": False},
+            {"max_rank": 2},
+            {"dtype": "float64"},
+            {"power_iters": 1},
+            {"patience": None},
+            {"verbose": 1},
+        ],
+        wiring=[
+            (
+                mc_module,
+                "proximal_completion",
+                {
+                    "lam": (0.7, "lam"),
+                    "max_iter": (7, "max_iter"),
+                    "tol": (1e-3, "tol"),
+                    "decay": (0.5, "decay"),
+                    "power_iters": (2, "power_iters"),
+                    "max_rank": (3, "max_rank"),
+                    "verbose": (0, "verbose"),
+                },
+            ),
+            (
+                mc_module,
+                "lambda_path",
+                {
+                    "n_lambdas": (3, "n_lambdas"),
+                    "lambda_min_ratio": (0.05, "lambda_min_ratio"),
+                    "patience": (2, "patience"),
+                    "postprocess": (False, "postprocess"),
+                    "solver": ("soft_impute", "solver"),
+                },
+            ),
+        ],
+        bad_params=[
+            {"max_iter": 0},
+            {"tol": -1.0},
+            {"lam": 0.0},
+            {"decay": 1.0},
+            {"center": "rows"},
+            {"dtype": "int32"},
+            {"device": "tpu"},
+            {"validation_fraction": 1.0},
+            {"random_state": "x"},
+        ],
+        bad_inputs=[
+            ((np.full((3, 3), np.nan),), DataValidationError, "empty"),
+            ((([0, -1], [0, 0], [1.0, 2.0]),), DataValidationError, "negative"),
+            ((([0, 0], [0, 0], [1.0, 2.0]),), DataValidationError, "duplicate"),
+            ((([0, 1], [0, 1], [1.0, np.inf]),), DataValidationError, "infinite"),
+            (("text",), DataValidationError, "cannot read"),
+        ],
+    ),
+]
+
+ids = [c.name for c in CASES]
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_not_fitted_before_fit(case):
+    est = case.make()
+    assert not hasattr(est, case.fitted_attr)
+    with pytest.raises(NotFittedError):
+        case.output(est, case.fit_args())
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_fit_returns_self_and_sets_trailing_underscore_attributes(case):
+    est = case.make()
+    before = set(vars(est))
+    assert est.fit(*case.fit_args()) is est
+    new = set(vars(est)) - before
+    assert case.fitted_attr in new
+    assert all(a.endswith("_") or a.startswith("_") for a in new)
+    assert {"history_", "n_iter_", "stop_reason_"} <= new
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_same_seed_same_result(case):
+    args = case.fit_args()
+    a = case.output(case.make().fit(*args), args)
+    b = case.output(case.make().fit(*args), args)
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_clone_and_pickle(case):
+    args = case.fit_args()
+    est = case.make().fit(*args)
+    c = clone(est)
+    assert c.get_params() == est.get_params()
+    assert not hasattr(c, case.fitted_attr)
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(case.output(again, args), case.output(est, args))
+    assert repr(est).startswith(case.name + "(")
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+def test_every_documented_option_runs(case):
+    args = case.fit_args()
+    for opt in case.options:
+        out = case.output(case.make(**opt).fit(*args), args)
+        assert np.all(np.isfinite(out)), opt
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+def test_every_argument_reaches_its_solver(case, monkeypatch):
+    args = case.fit_args()
+    for module, fname, params in case.wiring:
+        calls = []
+        real = getattr(module, fname)
+
+        def spy(*a, _real=real, _calls=calls, **kw):
+            _calls.append((a, kw))
+            return _real(*a, **kw)
+
+        monkeypatch.setattr(module, fname, spy)
+        settings = {p: v for p, (v, _) in params.items()}
+        case.make(**settings).fit(*args)
+        assert calls, f"{fname} was not called"
+        for p, (v, kwarg) in params.items():
+            seen = [
+                kw.get(kwarg, a[1] if kwarg == "lam" and len(a) > 1 else None)
+                for a, kw in calls
+            ]
+            assert v in seen, f"{p}={v!r} did not reach {fname}({kwarg}=...)"
+        monkeypatch.setattr(module, fname, real)
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_invalid_parameters_rejected_before_work(case):
+    args = case.fit_args()
+    for bad in case.bad_params:
+        est = case.make(**bad)
+        with pytest.raises(InvalidParameterError) as exc:
+            est.fit(*args)
+        name = next(iter(bad))
+        assert f"The '{name}' parameter of {case.name} must be" in str(exc.value)
+        assert not hasattr(est, case.fitted_attr)
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_bad_input_raises_documented_error(case):
+    for inputs, err, match in case.bad_inputs:
+        with pytest.raises(err, match=match):
+            case.make().fit(*inputs)
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_set_params_roundtrip(case):
+    est = case.make()
+    params = est.get_params()
+    est.set_params(**params)
+    assert est.get_params() == params
