@@ -8,10 +8,12 @@ from embedopt.linalg import (
     SparsePlusLowRank,
     approx_svt,
     exact_svt,
+    orthonormalize,
     partial_svd,
     power_method,
     shrink,
     svt,
+    thin_svd,
     warm_start_basis,
 )
 
@@ -150,3 +152,30 @@ def test_warm_start_basis():
     e = torch.zeros(20, 0, dtype=D)
     r = warm_start_basis(e, e, generator=g)
     assert r.shape == (20, 1) and torch.isclose(r.norm(), torch.tensor(1.0, dtype=D))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_orthonormalize_matches_householder_span(dtype):
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(500, 8, generator=g, dtype=dtype)
+    X[:, 0] *= 1e3  # condition number ~1e3
+    Q = orthonormalize(X)
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    torch.testing.assert_close(Q.T @ Q, torch.eye(8, dtype=dtype), atol=tol, rtol=0)
+    # same span as X: projecting X on span(Q) gives X back
+    torch.testing.assert_close(Q @ (Q.T @ X), X, atol=tol * 1e3, rtol=tol)
+    # rank-deficient input falls back to Householder and stays orthonormal
+    Xd = torch.cat([X[:, :3], X[:, :3]], 1)
+    Qd = orthonormalize(Xd)
+    torch.testing.assert_close(Qd.T @ Qd, torch.eye(6, dtype=dtype), atol=tol, rtol=0)
+
+
+def test_thin_svd_matches_lapack():
+    g = torch.Generator().manual_seed(0)
+    W = torch.randn(300, 6, generator=g, dtype=D) * torch.tensor(
+        [9, 5, 3, 2, 1, 0.5], dtype=D
+    )
+    Ub, S, Vb = thin_svd(W)
+    torch.testing.assert_close(S, torch.linalg.svdvals(W))
+    torch.testing.assert_close(Ub @ torch.diag(S) @ Vb.T, W)
+    torch.testing.assert_close(Ub.T @ Ub, torch.eye(6, dtype=D))

@@ -5,10 +5,12 @@ from .sparse import SparsePattern
 from .svd import (
     approx_svt,
     exact_svt,
+    orthonormalize,
     partial_svd,
     power_method,
     shrink,
     svt,
+    thin_svd,
     warm_start_basis,
 )
 
@@ -18,9 +20,11 @@ __all__ = [
     "SparsePlusLowRank",
     "approx_svt",
     "exact_svt",
+    "orthonormalize",
     "partial_svd",
     "power_method",
     "shrink",
     "svt",
+    "thin_svd",
     "warm_start_basis",
 ]

@@ -6,10 +6,13 @@ transpose and the permutation between the two orders. Values that change every
 iteration (residuals, gradients) are plain 1-D tensors in CSR order; the
 products below wrap them into CSR tensors without copying the structure.
 
-Cost model (2-core CPU, 10^7 entries, rank 10, float32): ``matmul`` 25-40 ms,
-``rmatmul`` the same through the stored transpose (torch's own transposed CSR
-product is ~40x slower, which is why the transpose is kept), ``sampled_dot``
-70-90 ms.
+Cost model (2-core CPU, 10^7 entries, rank 10, float32): ``matmul`` (torch CSR,
+both cores) 25-40 ms; ``rmatmul`` 70 ms through SciPy's CSC kernel on the same
+arrays (torch's transposed CSR product is ~40x slower, and permuting 10^7 values
+into a stored transpose costs ~240 ms of cache misses, so on the CPU the
+transpose is never materialized); ``sampled_dot`` 70-90 ms. On CUDA, where
+gathers are cheap, ``rmatmul`` uses a transposed CSR whose values are permuted
+once per value vector.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 __all__ = ["SparsePattern"]
@@ -76,6 +80,7 @@ class SparsePattern:
         self.tcol = r_csr[tperm].to(dev, itype)
         self.device = dev
         self._zeros: dict[torch.dtype, torch.Tensor] = {}
+        self._tcache: tuple | None = None
 
     # -- index views ------------------------------------------------------------
     def row_indices(self) -> torch.Tensor:
@@ -112,6 +117,16 @@ class SparsePattern:
 
     def rmatmul(self, values: torch.Tensor, Q: torch.Tensor) -> torch.Tensor:
         """``P_Omega(values)^T @ Q`` for ``Q`` of shape (m, k): O(|Omega| k)."""
+        if self.device.type == "cpu" and values.dtype in (torch.float32, torch.float64):
+            # Zero-copy SciPy view; its CSC (= transposed CSR) kernel needs no
+            # permutation of the values.
+            csr = sp.csr_matrix(
+                (values.detach().numpy(), self.col.numpy(), self.crow.numpy()),
+                shape=self.shape,
+                copy=False,
+            )
+            out = csr.T @ np.ascontiguousarray(Q.detach().numpy())
+            return torch.from_numpy(np.ascontiguousarray(out))
         return self.to_csr_transposed(values) @ Q
 
     def sampled_dot(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
