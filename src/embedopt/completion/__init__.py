@@ -3,9 +3,19 @@
 from .centering import CENTERINGS, Centering
 from .estimators import MatrixCompletion
 from .losses import LOSSES, LogisticLoss, Loss, SquaredHingeLoss, SquareLoss, get_loss
+from .nonconvex import dc_completion, irnn
 from .path import PathResult, lambda_path
 from .postprocess import postprocess
 from .problem import CompletionProblem
+from .regularizers import (
+    REGULARIZERS,
+    CappedL1,
+    LogSumPenalty,
+    NuclearNorm,
+    Regularizer,
+    TruncatedNuclearNorm,
+    get_regularizer,
+)
 from .solvers import (
     SOLVERS,
     SVT_METHODS,
@@ -18,19 +28,28 @@ from .solvers import (
 __all__ = [
     "CENTERINGS",
     "LOSSES",
+    "REGULARIZERS",
     "SOLVERS",
     "SVT_METHODS",
+    "CappedL1",
     "Centering",
     "CompletionProblem",
+    "LogSumPenalty",
     "LogisticLoss",
     "Loss",
     "MatrixCompletion",
+    "NuclearNorm",
     "PathResult",
+    "Regularizer",
     "SquareLoss",
     "SquaredHingeLoss",
+    "TruncatedNuclearNorm",
     "ais_impute",
     "apg",
+    "dc_completion",
     "get_loss",
+    "get_regularizer",
+    "irnn",
     "lambda_path",
     "postprocess",
     "proximal_completion",

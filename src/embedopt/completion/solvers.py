@@ -34,6 +34,7 @@ from ..linalg import (
 )
 from ..optim import MOMENTUM, IterationMonitor, SolverResult
 from .problem import CompletionProblem, _as_problem
+from .regularizers import Regularizer
 
 __all__ = [
     "SOLVERS",
@@ -168,6 +169,7 @@ def proximal_completion(
     init=None,
     weights: torch.Tensor | None = None,
     linear: tuple[torch.Tensor, torch.Tensor] | None = None,
+    regularizer: Regularizer | None = None,
     random_state=None,
     verbose: int = 0,
     callback=None,
@@ -206,6 +208,11 @@ def proximal_completion(
     linear : tuple (A, B), optional
         Adds ``- lambda tr(A^T X B)`` to the objective (the linearized truncated
         nuclear norm, eq. (26)-(27)).
+    regularizer : Regularizer, optional
+        A (nonconvex) regularizer whose supergradient weights are recomputed
+        from the current iterate at every iteration (iteratively reweighted
+        nuclear norm, IRNN); the objective is then ``f + lambda r(X)``.
+        Excludes ``weights`` and ``linear``.
     random_state : None, int or numpy Generator
     verbose : int
     callback : callable, optional
@@ -258,6 +265,15 @@ def proximal_completion(
             lam_start = lam
     continuing = lam_start > lam
     at_target = 0  # iterations solved at the target lambda
+    if regularizer is not None:
+
+        def penalty(it):
+            return regularizer.value(it.s)
+    else:
+
+        def penalty(it):
+            return _penalty(it, weights, linear)
+
     loss_cur = loss.total(cur.x, y)
     metric_key = f"val_{problem.metric_name}"
     monitor = IterationMonitor(
@@ -283,18 +299,17 @@ def proximal_completion(
         if linear is not None:
             terms.append((mu * lam_t, linear[0], linear[1]))
         op = SparsePlusLowRank.from_terms(pattern, sparse_vals, terms)
-        threshold = mu * lam_t if weights is None else mu * lam_t * weights
+        w = regularizer.weights(cur.s) if regularizer is not None else weights
+        threshold = mu * lam_t if w is None else mu * lam_t * w
         try:
             U, s, V, k = strategy(op, threshold, cur, prev)
         except torch.linalg.LinAlgError as exc:
             raise monitor.instability(f"the SVT failed ({exc})") from exc
         new = _Iterate(U, s, V, problem.values_at(pattern, U, s, V))
         loss_new = loss.total(new.x, y)
-        pen_new = _penalty(new, weights, linear)
+        pen_new = penalty(new)
         # Restart test (steps 9-10) on F at the current lambda_t.
-        increased = loss_new + lam_t * pen_new > loss_cur + lam_t * _penalty(
-            cur, weights, linear
-        )
+        increased = loss_new + lam_t * pen_new > loss_cur + lam_t * penalty(cur)
         mom.update(increased)
         prev, cur, loss_cur = cur, new, loss_new
         record = dict(
