@@ -30,7 +30,21 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch intra-op threads (default: torch's choice)",
+    )
     return p
+
+
+def setup(args) -> None:
+    """Apply the shared options (threads) before any work."""
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
 
 def environment() -> dict:
@@ -75,8 +89,10 @@ def markdown_table(headers: list[str], rows: list[list]) -> str:
             return f"{v:.4g}" if abs(v) < 1e4 else f"{v:.3e}"
         return str(v)
 
-    lines = ["| " + " | ".join(headers) + " |",
-             "|" + "|".join("---" for _ in headers) + "|"]
+    lines = [
+        "| " + " | ".join(headers) + " |",
+        "|" + "|".join("---" for _ in headers) + "|",
+    ]
     lines += ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows]
     return "\n".join(lines)
 
@@ -99,14 +115,27 @@ def write(name: str, out: str, config: dict, results: dict, table: str) -> Path:
     """Write ``<out>/<name>.json`` and ``<out>/<name>.md``; return the JSON path."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    payload = {"benchmark": name, "config": config, "environment": environment(),
-               "results": results}
+    payload = {
+        "benchmark": name,
+        "config": config,
+        "environment": environment(),
+        "results": results,
+    }
     path = folder / f"{name}.json"
     path.write_text(json.dumps(_jsonable(payload), indent=1))
     cmd = "python " + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
-    (folder / f"{name}.md").write_text(
-        f"# {name}\n\nCommand: `{cmd}`\n\n{table}\n")
+    (folder / f"{name}.md").write_text(f"# {name}\n\nCommand: `{cmd}`\n\n{table}\n")
     return path
+
+
+def peak_rss_gb() -> float:
+    """Peak resident memory of this process (VmHWM), in GiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 2**20
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def figure():

@@ -16,8 +16,8 @@ training", but its sparsity column (and the authors' TestSyn.m) use 15 m log m
 many entries NMSE at m = 1000 is ~0.028 instead of 0.0166). ``--half`` runs the
 text's protocol.
 
-    python benchmarks/completion_synthetic.py --quick      # m in {250, 1000}, 1 rep
-    python benchmarks/completion_synthetic.py              # m in {250, 1000, 4000}, 5 reps
+    python benchmarks/completion_synthetic.py --quick # m in {250, 1000}, 1 rep
+    python benchmarks/completion_synthetic.py         # m in {250, 1000, 4000}, 5 reps
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import time
 import warnings
 
 import numpy as np
-import torch
 
 import common
 from embedopt import ConvergenceWarning
@@ -56,19 +55,22 @@ def run_one(m, rep, args):
     rng = np.random.default_rng(args.seed + 1000 * rep + m)
     n_train = round(15 * m * np.log(m))
     total = n_train if args.half else 2 * n_train
-    prob = make_low_rank_matrix(m, rank=5, noise_std=0.05, n_observed=total,
-                                random_state=rng)
+    prob = make_low_rank_matrix(
+        m, rank=5, noise_std=0.05, n_observed=total, random_state=rng
+    )
     train, val = split_entries(prob.observed, (0.5, 0.5), random_state=rng)
-    problem = CompletionProblem(train, validation=val, device=args.device,
-                                dtype="float64")
+    problem = CompletionProblem(
+        train, validation=val, device=args.device, dtype="float64"
+    )
     observed = (prob.observed.rows, prob.observed.cols)
 
     def nmse(U, s, V):
         return nmse_lowrank((U * s).cpu(), V.cpu(), prob.U, prob.V, exclude=observed)
 
     t0 = time.perf_counter()
-    path = lambda_path(problem, postprocess=True, random_state=rep, n_lambdas=25,
-                       lambda_min_ratio=1e-3)
+    path = lambda_path(
+        problem, postprocess=True, random_state=rep, n_lambdas=25, lambda_min_ratio=1e-3
+    )
     lam = path.best_lambda
     select_time = time.perf_counter() - t0
     runs = {}
@@ -78,22 +80,44 @@ def run_one(m, rep, args):
         svt, mom, label = SOLVERS[name]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            res = proximal_completion(problem, lam, svt=svt, momentum=mom,
-                                      tol=args.tol, max_iter=args.max_iter,
-                                      random_state=rep, name=label)
+            res = proximal_completion(
+                problem,
+                lam,
+                svt=svt,
+                momentum=mom,
+                tol=args.tol,
+                max_iter=args.max_iter,
+                random_state=rep,
+                name=label,
+            )
         U, s, V = res.x
         t1 = time.perf_counter()
         pp = postprocess(problem, U, s, V)
         pp_time = time.perf_counter() - t1
-        runs[name] = dict(label=label, history=res.history, n_iter=res.n_iter,
-                          elapsed=res.elapsed, stop=res.stop_reason,
-                          nmse=nmse(U, s, V), nmse_pp=nmse(*pp), rank=int(s.numel()),
-                          pp_time=pp_time, objective=float(res.history["objective"][-1]))
+        runs[name] = dict(
+            label=label,
+            history=res.history,
+            n_iter=res.n_iter,
+            elapsed=res.elapsed,
+            stop=res.stop_reason,
+            nmse=nmse(U, s, V),
+            nmse_pp=nmse(*pp),
+            rank=int(s.numel()),
+            pp_time=pp_time,
+            objective=float(res.history["objective"][-1]),
+        )
     f_star = min(r["objective"] for r in runs.values())
     for r in runs.values():
         r["time_to_final"], r["iters_to_final"] = time_to_gap(r["history"], f_star)
-    return dict(m=m, rep=rep, lam=lam, select_time=select_time,
-                sparsity=train.nnz / m / m, f_star=f_star, runs=runs)
+    return dict(
+        m=m,
+        rep=rep,
+        lam=lam,
+        select_time=select_time,
+        sparsity=train.nnz / m / m,
+        f_star=f_star,
+        runs=runs,
+    )
 
 
 def main():
@@ -102,21 +126,29 @@ def main():
     p.add_argument("--reps", type=int, default=None)
     p.add_argument("--tol", type=float, default=1e-8)
     p.add_argument("--max-iter", type=int, default=3000)
-    p.add_argument("--apg-max", type=int, default=4000,
-                   help="largest m for APG (dense m x m iterates)")
-    p.add_argument("--half", action="store_true",
-                   help="the text's protocol: 15 m log m observed, half training")
+    p.add_argument(
+        "--apg-max",
+        type=int,
+        default=4000,
+        help="largest m for APG (dense m x m iterates)",
+    )
+    p.add_argument(
+        "--half",
+        action="store_true",
+        help="the text's protocol: 15 m log m observed, half training",
+    )
     args = p.parse_args()
     sizes = args.sizes or ([250, 1000] if args.quick else [250, 1000, 4000])
     reps = args.reps or (1 if args.quick else 5)
-    torch.set_num_threads(torch.get_num_threads())
+    common.setup(args)
     out = []
     for m in sizes:
         for rep in range(reps):
             r = run_one(m, rep, args)
             out.append(r)
-            brief = ", ".join(f"{k}: {v['time_to_final']:.2f}s" for k, v in
-                              r["runs"].items())
+            brief = ", ".join(
+                f"{k}: {v['time_to_final']:.2f}s" for k, v in r["runs"].items()
+            )
             print(f"m={m} rep={rep} lambda={r['lam']:.4g} {brief}", flush=True)
     rows = []
     summary = {}
@@ -129,43 +161,77 @@ def main():
             nm, ns = common.mean_std([x["nmse"] for x in rr])
             pm, ps = common.mean_std([x["nmse_pp"] for x in rr])
             t_final = common.median([x["time_to_final"] for x in rr])
-            ratio = common.median([x["time_to_final"] / r["runs"]["ais_impute"]
-                                   ["time_to_final"] for x, r in zip(rr, rs, strict=True)])
-            rows.append([m, f"{100 * rs[0]['sparsity']:.1f}%", rr[0]["label"],
-                         f"{nm:.4f} ± {ns:.4f}", f"{pm:.4f} ± {ps:.4f}",
-                         int(np.median([x["rank"] for x in rr])),
-                         common.median([x["pp_time"] for x in rr]),
-                         common.median([x["iters_to_final"] for x in rr]),
-                         t_final, ratio])
-            summary[f"{m}/{name}"] = dict(nmse=nm, nmse_std=ns, nmse_pp=pm,
-                                          nmse_pp_std=ps, time_to_final=t_final,
-                                          time_ratio_vs_ais=ratio)
-    headers = ["m", "sparsity", "method", "NMSE", "NMSE (post-proc.)", "rank",
-               "post-proc. s", f"iters to gap {GAP:g}", f"s to gap {GAP:g}",
-               "time / AIS-Impute"]
+            ratio = common.median(
+                [
+                    x["time_to_final"] / r["runs"]["ais_impute"]["time_to_final"]
+                    for x, r in zip(rr, rs, strict=True)
+                ]
+            )
+            rows.append(
+                [
+                    m,
+                    f"{100 * rs[0]['sparsity']:.1f}%",
+                    rr[0]["label"],
+                    f"{nm:.4f} ± {ns:.4f}",
+                    f"{pm:.4f} ± {ps:.4f}",
+                    int(np.median([x["rank"] for x in rr])),
+                    common.median([x["pp_time"] for x in rr]),
+                    common.median([x["iters_to_final"] for x in rr]),
+                    t_final,
+                    ratio,
+                ]
+            )
+            summary[f"{m}/{name}"] = dict(
+                nmse=nm,
+                nmse_std=ns,
+                nmse_pp=pm,
+                nmse_pp_std=ps,
+                time_to_final=t_final,
+                time_ratio_vs_ais=ratio,
+            )
+    headers = [
+        "m",
+        "sparsity",
+        "method",
+        "NMSE",
+        "NMSE (post-proc.)",
+        "rank",
+        "post-proc. s",
+        f"iters to gap {GAP:g}",
+        f"s to gap {GAP:g}",
+        "time / AIS-Impute",
+    ]
     table = common.markdown_table(headers, rows)
     print(table)
-    cfg = dict(sizes=sizes, reps=reps, tol=args.tol, max_iter=args.max_iter,
-               half=args.half, device=args.device, gap=GAP)
-    common.write("completion_synthetic", args.out, cfg,
-                 dict(summary=summary, runs=out), table)
+    cfg = dict(
+        sizes=sizes,
+        reps=reps,
+        tol=args.tol,
+        max_iter=args.max_iter,
+        half=args.half,
+        device=args.device,
+        gap=GAP,
+    )
+    common.write(
+        "completion_synthetic", args.out, cfg, dict(summary=summary, runs=out), table
+    )
     if not args.no_plots:
         plot(out, sizes, args.out)
 
 
 def plot(out, sizes, folder):
     plt = common.figure()
-    fig, axes = plt.subplots(2, len(sizes), figsize=(4.5 * len(sizes), 7),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        2, len(sizes), figsize=(4.5 * len(sizes), 7), squeeze=False
+    )
     for j, m in enumerate(sizes):
         r = next(x for x in out if x["m"] == m)
-        for name, run in r["runs"].items():
+        for run in r["runs"].values():
             h = run["history"]
             gap = np.maximum((h["objective"] - r["f_star"]) / abs(r["f_star"]), 1e-12)
             axes[0, j].semilogy(h["time"], gap, label=run["label"])
             axes[1, j].semilogy(h["iteration"], gap, label=run["label"])
-        axes[0, j].set(title=f"m = {m}", xlabel="seconds",
-                       ylabel="(F - F*) / F*")
+        axes[0, j].set(title=f"m = {m}", xlabel="seconds", ylabel="(F - F*) / F*")
         axes[1, j].set(xlabel="iterations", ylabel="(F - F*) / F*")
         axes[0, j].set_xscale("log")
     axes[0, 0].legend()

@@ -38,6 +38,10 @@ def test_sparse_products_match_dense():
     Q = torch.randn(13, 4, dtype=D)
     torch.testing.assert_close(pat.matmul(vals, R), dense @ R)
     torch.testing.assert_close(pat.rmatmul(vals, Q), dense.T @ Q)
+    # the transposed CSR used on CUDA (built lazily, values cached per vector)
+    torch.testing.assert_close(pat.to_csr_transposed(vals).to_dense(), dense.T)
+    torch.testing.assert_close(pat.to_csr_transposed(vals) @ Q, dense.T @ Q)
+    torch.testing.assert_close(pat.to_csr_transposed(2 * vals).to_dense(), 2 * dense.T)
     A, B = torch.randn(13, 3, dtype=D), torch.randn(9, 3, dtype=D)
     full = A @ B.T
     expect = full[pat.row_indices(), pat.col_indices()]

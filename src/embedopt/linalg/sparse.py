@@ -73,11 +73,8 @@ class SparsePattern:
         self.order = order.to(dev)
         self.crow = _compress(r_csr, m).to(dev, itype)
         self.col = c_csr.to(dev, itype)
-        # Transposed CSR (= CSC of the original): sort CSR entries by (col, row).
-        tperm = torch.from_numpy(np.lexsort((r_csr.numpy(), c_csr.numpy())))
-        self.tperm = tperm.to(dev)
-        self.tcrow = _compress(c_csr[tperm], n).to(dev, itype)
-        self.tcol = r_csr[tperm].to(dev, itype)
+        self._csr_rows = r_csr if dev.type != "cpu" else None
+        self._transpose: tuple | None = None
         self.device = dev
         self._zeros: dict[torch.dtype, torch.Tensor] = {}
         self._tcache: tuple | None = None
@@ -101,14 +98,45 @@ class SparsePattern:
         )
 
     def to_csr_transposed(self, values: torch.Tensor) -> torch.Tensor:
-        """The transpose (n x m) of :meth:`to_csr` as a CSR tensor."""
+        """The transpose (n x m) of :meth:`to_csr` as a CSR tensor.
+
+        The permuted values are cached for the last ``values`` tensor (same
+        storage and version), since a solver multiplies by the same sparse
+        matrix several times per iteration.
+        """
+        tcrow, tcol, tperm = self._transposed_structure()
+        key = (values.data_ptr(), values._version, values.dtype, values.numel())
+        if self._tcache is None or self._tcache[0] != key:
+            self._tcache = (key, values[tperm])
         return torch.sparse_csr_tensor(
-            self.tcrow,
-            self.tcol,
-            values[self.tperm],
+            tcrow,
+            tcol,
+            self._tcache[1],
             (self.shape[1], self.shape[0]),
             check_invariants=False,
         )
+
+    def _transposed_structure(self):
+        """CSR structure of the transpose, built on first use.
+
+        Only the CUDA path (and :meth:`to_csr_transposed`) needs it; on the CPU
+        :meth:`rmatmul` works on the CSR arrays directly, which saves 16 bytes
+        per observed entry.
+        """
+        if self._transpose is None:
+            r_csr = self._csr_rows
+            if r_csr is None:
+                r_csr = self.row_indices().cpu()
+            c_csr = self.col.long().cpu()
+            tperm = torch.from_numpy(np.lexsort((r_csr.numpy(), c_csr.numpy())))
+            itype, dev = self.index_dtype, self.device
+            self._transpose = (
+                _compress(c_csr[tperm], self.shape[1]).to(dev, itype),
+                r_csr[tperm].to(dev, itype),
+                tperm.to(dev),
+            )
+            self._csr_rows = None
+        return self._transpose
 
     # -- products -----------------------------------------------------------------
     def matmul(self, values: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
