@@ -22,7 +22,8 @@ from embedopt._core import (
     NotFittedError,
     clone,
 )
-from embedopt.completion import SOLVERS, MatrixCompletion
+from embedopt.completion import SOLVERS, MatrixCompletion, TensorCompletion
+from embedopt.data import make_low_rank_tensor
 from tests.conftest import random_entries
 
 
@@ -112,6 +113,42 @@ CASES = [
         ],
     ),
 ]
+
+
+def _tc_data():
+    return (make_low_rank_tensor(10, n_observed=200, random_state=0).observed,)
+
+
+CASES.append(
+    EstimatorCase(
+        name="TensorCompletion",
+        make=lambda **kw: TensorCompletion(
+            **{"n_lambdas": 3, "random_state": 0, "max_iter": 40, **kw}
+        ),
+        fit_args=_tc_data,
+        output=lambda est, args: est.predict(args[0].indices),
+        fitted_attr="factors_",
+        options=[{"solver": s} for s in SOLVERS]
+        + [{"lam": 0.5, "postprocess": p} for p in (True, False)]
+        + [{"center": c} for c in ("none", "global", "both")]
+        + [{"mode_weights": [1.0, 1.0, 1.0]}, {"refit": False}, {"max_rank": 2}],
+        wiring=[
+            (
+                mc_module,
+                "proximal_completion",
+                {
+                    "lam": (0.7, "lam"),
+                    "max_iter": (7, "max_iter"),
+                    "mode_weights": ([1.0, 2.0, 3.0], "mode_weights"),
+                },
+            )
+        ],
+        bad_params=[{"max_iter": 0}, {"mode_weights": 3.0}, {"lam": "big"}],
+        bad_inputs=[
+            ((([0, 1], [0, 1], [1.0, 2.0]),), DataValidationError, "3 or more modes")
+        ],
+    )
+)
 
 ids = [c.name for c in CASES]
 

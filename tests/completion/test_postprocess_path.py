@@ -118,10 +118,10 @@ def test_centering_recovers_additive_model():
     r, c = np.nonzero(rng.random((m, n)) < 0.7)
     obs = ObservedEntries((r, c), full[r, c], (m, n))
     cen = Centering("both", reg=0.0, n_sweeps=200).fit(obs)
-    np.testing.assert_allclose(cen.offsets(r, c), full[r, c], atol=1e-6)
+    np.testing.assert_allclose(cen.offsets((r, c)), full[r, c], atol=1e-6)
     z = Centering("global", scale=True).fit(obs)
     t = z.transform(obs)
     assert abs(t.values.mean()) < 1e-12 and abs(t.values.std() - 1) < 1e-12
-    np.testing.assert_allclose(z.inverse_transform(r, c, t.values), obs.values)
+    np.testing.assert_allclose(z.inverse_transform((r, c), t.values), obs.values)
     with pytest.raises(InvalidParameterError):
         Centering("rows")

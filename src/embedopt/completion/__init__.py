@@ -1,7 +1,7 @@
 """Matrix completion: AIS-Impute, Soft-Impute, APG, post-processing, lambda paths."""
 
 from .centering import CENTERINGS, Centering
-from .estimators import MatrixCompletion
+from .estimators import MatrixCompletion, TensorCompletion
 from .losses import LOSSES, LogisticLoss, Loss, SquaredHingeLoss, SquareLoss, get_loss
 from .nonconvex import dc_completion, irnn
 from .path import PathResult, lambda_path
@@ -21,6 +21,7 @@ from .solvers import (
     SVT_METHODS,
     ais_impute,
     apg,
+    default_mode_weights,
     proximal_completion,
     soft_impute,
 )
@@ -43,10 +44,12 @@ __all__ = [
     "Regularizer",
     "SquareLoss",
     "SquaredHingeLoss",
+    "TensorCompletion",
     "TruncatedNuclearNorm",
     "ais_impute",
     "apg",
     "dc_completion",
+    "default_mode_weights",
     "get_loss",
     "get_regularizer",
     "irnn",

@@ -1,4 +1,4 @@
-"""Global, row and column centering (and scaling) of observed values.
+"""Global, row, column (and per-mode) centering and scaling of observed values.
 
 Nuclear-norm completion shrinks towards zero, so raw ratings (1-5 stars) are
 first reduced to residuals around a simple additive model
@@ -20,14 +20,15 @@ CENTERINGS = ("none", "global", "row", "column", "both")
 
 
 class Centering:
-    """Fit and apply ``(o_ij - mu - a_i - b_j) / sigma``.
+    """Fit and apply ``(o - mu - sum_d a^d_{i_d}) / sigma``.
 
     Parameters
     ----------
     center : {"none", "global", "row", "column", "both"}
-        ``"global"``: subtract the mean; ``"row"`` / ``"column"``: also per-row /
-        per-column offsets; ``"both"``: row and column offsets fitted jointly by
-        alternating ridge regressions.
+        ``"global"``: subtract the mean; ``"row"`` / ``"column"``: also per-row
+        (mode-0) / per-column (mode-1) offsets; ``"both"``: offsets of every
+        mode (rows and columns of a matrix) fitted jointly by alternating ridge
+        regressions.
     scale : bool
         Divide the centered values by their standard deviation (with
         ``center="global"`` this is the z-scoring of Yao & Kwok's MovieLens
@@ -42,8 +43,10 @@ class Centering:
     Attributes
     ----------
     mean_ : float
-    row_offset_ : numpy.ndarray, shape (m,)
-    col_offset_ : numpy.ndarray, shape (n,)
+    offsets_ : list of numpy.ndarray
+        One offset vector per mode (zeros for modes not centered).
+    row_offset_, col_offset_ : numpy.ndarray
+        ``offsets_[0]`` and ``offsets_[1]``.
     scale_ : float
     """
 
@@ -64,6 +67,15 @@ class Centering:
         self.reg = reg
         self.n_sweeps = n_sweeps
 
+    def _modes(self, ndim: int) -> list[int]:
+        return {
+            "none": [],
+            "global": [],
+            "row": [0],
+            "column": [1],
+            "both": list(range(ndim)),
+        }[self.center]
+
     def fit(self, entries: ObservedEntries) -> Centering:
         """Fit the offsets (and scale) to observed entries.
 
@@ -75,38 +87,61 @@ class Centering:
         -------
         self
         """
-        m, n = entries.shape
-        r, c, v = entries.rows, entries.cols, entries.values.astype(np.float64)
+        idx, v = entries.indices, entries.values.astype(np.float64)
         self.mean_ = float(v.mean()) if self.center != "none" else 0.0
-        a, b = np.zeros(m), np.zeros(n)
+        offsets = [np.zeros(n) for n in entries.shape]
+        modes = self._modes(entries.ndim)
         res = v - self.mean_
-        cnt_r = np.bincount(r, minlength=m) + self.reg
-        cnt_c = np.bincount(c, minlength=n) + self.reg
-        cnt_r[cnt_r == 0], cnt_c[cnt_c == 0] = 1, 1
-        sweeps = self.n_sweeps if self.center == "both" else 1
-        for _ in range(sweeps):
-            if self.center in ("row", "both"):
-                a = np.bincount(r, weights=res - b[c], minlength=m) / cnt_r
-            if self.center in ("column", "both"):
-                b = np.bincount(c, weights=res - a[r], minlength=n) / cnt_c
-        self.row_offset_, self.col_offset_ = a, b
-        centered = res - a[r] - b[c]
+        counts = {
+            d: np.maximum(
+                np.bincount(idx[:, d], minlength=entries.shape[d]) + self.reg, 1e-12
+            )
+            for d in modes
+        }
+        fitted = np.zeros_like(res)
+        for _ in range(self.n_sweeps if len(modes) > 1 else 1):
+            for d in modes:
+                # Residual without mode d's own offset, averaged per index.
+                partial = res - (fitted - offsets[d][idx[:, d]])
+                offsets[d] = (
+                    np.bincount(idx[:, d], weights=partial, minlength=entries.shape[d])
+                    / counts[d]
+                )
+                fitted = sum(offsets[k][idx[:, k]] for k in modes)
+        self.offsets_ = offsets
+        centered = res - fitted
         sd = float(centered.std()) if self.scale else 1.0
         self.scale_ = sd if sd > 0 else 1.0
         return self
 
-    def offsets(self, rows, cols) -> np.ndarray:
-        """``mu + a_i + b_j`` at the given positions."""
-        rows, cols = np.asarray(rows), np.asarray(cols)
-        return self.mean_ + self.row_offset_[rows] + self.col_offset_[cols]
+    @property
+    def row_offset_(self) -> np.ndarray:
+        """Offsets of mode 0 (rows)."""
+        return self.offsets_[0]
+
+    @property
+    def col_offset_(self) -> np.ndarray:
+        """Offsets of mode 1 (columns)."""
+        return self.offsets_[1]
+
+    def offsets(self, indices) -> np.ndarray:
+        """``mu + sum_d a^d_{i_d}`` at the given positions.
+
+        Parameters
+        ----------
+        indices : tuple of index arrays (one per mode) or (n, ndim) array
+        """
+        cols = indices if isinstance(indices, tuple) else tuple(np.asarray(indices).T)
+        out = np.full(np.asarray(cols[0]).shape, self.mean_)
+        for off, i in zip(self.offsets_, cols, strict=True):
+            out = out + off[np.asarray(i)]
+        return out
 
     def transform(self, entries: ObservedEntries) -> ObservedEntries:
         """Centered (and scaled) copy of ``entries``."""
-        vals = (entries.values - self.offsets(entries.rows, entries.cols)) / self.scale_
+        vals = (entries.values - self.offsets(entries.indices)) / self.scale_
         return entries.with_values(vals)
 
-    def inverse_transform(self, rows, cols, pred) -> np.ndarray:
+    def inverse_transform(self, indices, pred) -> np.ndarray:
         """Map predictions of the centered model back to the original scale."""
-        return np.asarray(pred, dtype=np.float64) * self.scale_ + self.offsets(
-            rows, cols
-        )
+        return np.asarray(pred, dtype=np.float64) * self.scale_ + self.offsets(indices)

@@ -1,4 +1,4 @@
-"""scikit-learn style estimator for matrix completion."""
+"""scikit-learn style estimators for matrix and tensor completion."""
 
 from __future__ import annotations
 
@@ -24,34 +24,41 @@ from .losses import LOSSES, Loss, get_loss
 from .path import lambda_path
 from .postprocess import postprocess as _postprocess
 from .problem import CompletionProblem
-from .solvers import SOLVERS, proximal_completion
+from .solvers import SOLVERS, default_mode_weights, proximal_completion
 
-__all__ = ["MatrixCompletion"]
+__all__ = ["MatrixCompletion", "TensorCompletion"]
 
 
-def _positions(rows, cols, shape) -> tuple[np.ndarray, np.ndarray]:
-    if cols is None:
-        X = rows
-        if isinstance(X, ObservedEntries):
-            r, c = X.rows, X.cols
-        elif isinstance(X, tuple) and len(X) in (2, 3):
-            r, c = np.asarray(X[0]), np.asarray(X[1])
-        else:
-            a = np.asarray(X)
-            if a.ndim != 2 or a.shape[1] != 2:
-                raise DataValidationError(
-                    "Positions must be given as predict(rows, cols), an (n, 2) array, "
-                    f"a tuple (rows, cols) or ObservedEntries; got shape {a.shape}."
-                )
-            r, c = a[:, 0], a[:, 1]
+def _index_matrix(X, cols, shape) -> np.ndarray:
+    """Positions given in any accepted form, as a checked (n, ndim) int64 array."""
+    ndim = len(shape)
+    if cols is not None:
+        arrays = (X, cols)
+    elif isinstance(X, ObservedEntries):
+        arrays = tuple(X.indices.T)
+    elif isinstance(X, tuple) and len(X) in (ndim, ndim + 1):
+        arrays = X[:ndim]
     else:
-        r, c = np.asarray(rows), np.asarray(cols)
-    r, c = np.atleast_1d(r), np.atleast_1d(c)
-    if r.shape != c.shape or r.ndim != 1:
+        a = np.asarray(X)
+        if a.ndim != 2 or a.shape[1] != ndim:
+            raise DataValidationError(
+                f"Positions must be an (n, {ndim}) array, a tuple of {ndim} index "
+                f"arrays or ObservedEntries; got shape {a.shape}."
+            )
+        arrays = tuple(a.T)
+    arrays = [np.atleast_1d(np.asarray(a)) for a in arrays]
+    if (
+        len(arrays) != ndim
+        or len({a.shape for a in arrays}) != 1
+        or arrays[0].ndim != 1
+    ):
         raise DataValidationError(
-            f"rows and cols must be 1-D of the same length; got {r.shape}, {c.shape}."
+            f"Expected {ndim} 1-D index arrays of the same length; got shapes "
+            f"{[a.shape for a in arrays]}."
         )
-    for name, idx, size in (("row", r, shape[0]), ("column", c, shape[1])):
+    out = []
+    for d, (idx, size) in enumerate(zip(arrays, shape, strict=True)):
+        name = ("row", "column")[d] if ndim == 2 else f"mode-{d}"
         if idx.size and not np.issubdtype(idx.dtype, np.integer):
             if not np.all(np.floor(idx) == idx):
                 raise DataValidationError(f"{name} indices must be integers.")
@@ -63,10 +70,284 @@ def _positions(rows, cols, shape) -> tuple[np.ndarray, np.ndarray]:
                 f"{int(bad.sum())} {name} index(es) out of range [0, {size}); first: "
                 f"position {i} has {name} {int(idx[i])}."
             )
-    return r.astype(np.int64), c.astype(np.int64)
+        out.append(idx.astype(np.int64))
+    return np.stack(out, axis=1)
 
 
-class MatrixCompletion(BaseEstimator):
+def _unfolded_columns(idx: np.ndarray, shape, d: int) -> np.ndarray:
+    """Column of each position in the mode-d unfolding (as in the problem)."""
+    if len(shape) == 2:
+        return idx[:, 1 - d]
+    others = [k for k in range(len(shape)) if k != d]
+    return np.ravel_multi_index(tuple(idx[:, others].T), [shape[k] for k in others])
+
+
+class _CompletionEstimator(BaseEstimator):
+    """Shared fit / predict machinery of the completion estimators."""
+
+    _ndim: ClassVar[int | None] = 2
+
+    def _entries(self, X, y, shape) -> ObservedEntries:
+        if y is None:
+            entries = as_observed_entries(X, shape, owner=type(self).__name__)
+        else:
+            a = X if isinstance(X, tuple) else np.asarray(X)
+            ndim = (
+                len(a) if isinstance(a, tuple) else (a.shape[1] if a.ndim == 2 else 0)
+            )
+            big = (np.iinfo(np.int64).max,) * max(ndim, 1)
+            idx = _index_matrix(X, None, big)
+            entries = ObservedEntries(idx, np.asarray(to_numpy(y)).ravel(), shape)
+        self._check_ndim(entries)
+        return entries
+
+    def _check_ndim(self, entries: ObservedEntries) -> None:
+        if self._ndim is not None and entries.ndim != self._ndim:
+            raise DataValidationError(
+                f"{type(self).__name__} needs {self._ndim}-D entries; got shape "
+                f"{entries.shape}. Use TensorCompletion for tensors."
+            )
+        if self._ndim is None and entries.ndim < 3:
+            raise DataValidationError(
+                f"TensorCompletion needs entries of 3 or more modes; got shape "
+                f"{entries.shape}. Use MatrixCompletion for matrices."
+            )
+
+    def _solver_options(self) -> dict:
+        return dict(
+            max_iter=self.max_iter,
+            tol=self.tol,
+            decay=self.decay,
+            power_iters=self.power_iters,
+            max_rank=self.max_rank,
+            verbose=self.verbose,
+            callback=self.callback,
+        )
+
+    def fit(self, X, y=None, *, shape=None, validation=None):
+        """Fit the completed matrix (tensor) to observed entries.
+
+        Parameters
+        ----------
+        X : ObservedEntries, scipy.sparse, tuple (rows, cols, values) /
+            (indices, values), dense array with NaN, or an (nnz, ndim) array of
+            positions when ``y`` is given
+            Observed entries (scipy.sparse: stored entries are observed).
+        y : array-like, optional
+            Values at the positions ``X``.
+        shape : tuple of int, optional
+            Shape for COO/position input (default: max index + 1).
+        validation : same types as X (with values), optional
+            Entries used to select lambda (``lam="auto"``) and tracked in
+            ``history_``.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        owner = type(self).__name__
+        loss = get_loss(self.loss)
+        if loss.binary and self.center != "none":
+            raise InvalidParameterError(
+                f"The 'center' parameter of {owner} must be 'none' with the "
+                f"{loss.name} loss (its +/-1 labels cannot be centered). Got "
+                f"{self.center!r}."
+            )
+        rs = resolve_random_state(self.random_state, owner)
+        entries = self._entries(X, y, shape)
+        loss.check_labels(entries.values)
+        val = None
+        if validation is not None:
+            val = as_observed_entries(validation, entries.shape)
+            if val.shape != entries.shape:
+                raise DataValidationError(
+                    f"validation entries have shape {val.shape}, training entries "
+                    f"{entries.shape}."
+                )
+        train = entries
+        if self.lam == "auto" and val is None:
+            if entries.nnz < 2:
+                raise DataValidationError(
+                    "lam='auto' needs at least 2 observed entries to hold some out "
+                    "for validation; pass a float lam."
+                )
+            f = self.validation_fraction
+            train, val = split_entries(entries, (1 - f, f), random_state=rs.numpy)
+        self.centering_ = Centering(self.center, self.scale, self.center_reg).fit(train)
+        tr_c = self.centering_.transform(train)
+        val_c = self.centering_.transform(val) if val is not None else None
+        problem = CompletionProblem(
+            tr_c, loss=loss, validation=val_c, device=self.device, dtype=self.dtype
+        )
+        svt, momentum, name = SOLVERS[self.solver]
+        common = self._solver_options()
+        self.path_ = None
+        if self.lam == "auto":
+            path = lambda_path(
+                problem,
+                solver=self.solver,
+                postprocess=self.postprocess,
+                n_lambdas=self.n_lambdas,
+                lambda_min_ratio=self.lambda_min_ratio,
+                patience=self.patience,
+                random_state=rs.spawn(),
+                **common,
+            )
+            self.lam_ = path.best_lambda
+            self.path_ = dict(
+                lambdas=path.lambdas,
+                scores=path.scores,
+                ranks=path.ranks,
+                times=path.times,
+                metric=path.metric,
+            )
+            result, factors = path.best_result, path.best_factors
+            if self.refit:
+                # Train + validation, warm-started at the selected solution.
+                problem = CompletionProblem(
+                    self.centering_.transform(entries),
+                    loss=loss,
+                    device=self.device,
+                    dtype=self.dtype,
+                )
+                result = proximal_completion(
+                    problem,
+                    self.lam_,
+                    svt=svt,
+                    momentum=momentum,
+                    init=result.x,
+                    random_state=rs.spawn(),
+                    name=name,
+                    **common,
+                )
+                factors = result.x
+                if path.postprocessed[path.best_index]:
+                    factors = _postprocess_any(problem, factors)
+        else:
+            self.lam_ = float(self.lam)
+            result = proximal_completion(
+                problem,
+                self.lam_,
+                svt=svt,
+                momentum=momentum,
+                random_state=rs.spawn(),
+                name=name,
+                **common,
+            )
+            factors = result.x
+            if self.postprocess:
+                factors = _postprocess_any(problem, factors)
+        self._loss = loss
+        self.shape_ = entries.shape
+        self.history_ = result.history
+        self.n_iter_ = result.n_iter
+        self.stop_reason_ = result.stop_reason
+        self._export(factors)
+        return self
+
+    def _mode_factors(self) -> list:
+        raise NotImplementedError
+
+    # -- prediction --------------------------------------------------------------
+    def decision_function(self, X, cols=None) -> np.ndarray:
+        """Completed values at the given positions, on the original scale.
+
+        Parameters
+        ----------
+        X : (n, ndim) array of positions, tuple of index arrays, ObservedEntries,
+            or (matrices) the row indices with ``cols``
+        cols : array-like of int, optional
+            Column indices (matrices).
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (n,)
+            Never forms the dense matrix (tensor): O(n rank) work.
+        """
+        check_is_fitted(self, "shape_")
+        idx = _index_matrix(X, cols, self.shape_)
+        out = np.zeros(idx.shape[0], dtype=np.float64)
+        step = 1 << 20
+        for d, (U, s, V) in enumerate(self._mode_factors()):
+            if s.numel() == 0:
+                continue
+            Us = U * s
+            col = _unfolded_columns(idx, self.shape_, d)
+            row = idx[:, d]
+            for a in range(0, row.size, step):
+                ri = torch.as_tensor(row[a : a + step], device=U.device)
+                ci = torch.as_tensor(col[a : a + step], device=U.device)
+                out[a : a + step] += to_numpy((Us[ri] * V[ci]).sum(1).double())
+        return self.centering_.inverse_transform(tuple(idx.T), out)
+
+    def predict(self, X, cols=None) -> np.ndarray:
+        """Predicted entries: values, or +/-1 labels for binary losses.
+
+        Parameters
+        ----------
+        X, cols
+            See :meth:`decision_function`.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n,)
+        """
+        scores = self.decision_function(X, cols)
+        if self._loss.binary:
+            return np.where(scores >= 0, 1.0, -1.0)
+        return scores
+
+    def score(self, X, y=None) -> float:
+        """Negative RMSE (greater is better), or accuracy for binary losses.
+
+        Parameters
+        ----------
+        X : ObservedEntries, tuple, scipy.sparse, dense array with NaN, or
+            positions with ``y``
+        y : array-like, optional
+
+        Returns
+        -------
+        float
+        """
+        check_is_fitted(self, "shape_")
+        entries = self._entries(X, y, self.shape_)
+        pred = self.decision_function(entries.indices)
+        if self._loss.binary:
+            return float(np.mean(np.where(pred >= 0, 1.0, -1.0) == entries.values))
+        return -float(np.sqrt(np.mean((pred - entries.values) ** 2)))
+
+    def to_dense(self, max_elements: int = 10**8) -> np.ndarray:
+        """The whole completed matrix (tensor) on the original scale; small only.
+
+        Parameters
+        ----------
+        max_elements : int
+            Refuse to build an array with more entries than this.
+
+        Returns
+        -------
+        numpy.ndarray of shape ``shape_``
+        """
+        check_is_fitted(self, "shape_")
+        size = int(np.prod(self.shape_))
+        if size > max_elements:
+            raise DataValidationError(
+                f"The completed array has {size} entries (> max_elements="
+                f"{max_elements}); use predict(...) for the entries you need."
+            )
+        idx = np.stack(np.unravel_index(np.arange(size), self.shape_), axis=1)
+        return self.decision_function(idx).reshape(self.shape_)
+
+
+def _postprocess_any(problem, factors):
+    if isinstance(factors, tuple):
+        return _postprocess(problem, *factors)
+    return _postprocess(problem, factors)
+
+
+class MatrixCompletion(_CompletionEstimator):
     """Low-rank matrix completion with nuclear-norm regularization.
 
     Fits ``min_X sum_{Omega} l(X_ij, O_ij) + lambda ||X||_*`` with AIS-Impute
@@ -227,229 +508,126 @@ class MatrixCompletion(BaseEstimator):
         self.verbose = verbose
         self.callback = callback
 
-    # -- fitting -----------------------------------------------------------------
-    def _entries(self, X, y, shape) -> ObservedEntries:
-        if y is None:
-            return as_observed_entries(X, shape, owner=type(self).__name__)
-        r, c = _positions(X, None, (np.iinfo(np.int64).max,) * 2)
-        return ObservedEntries((r, c), np.asarray(to_numpy(y)).ravel(), shape)
-
-    def fit(self, X, y=None, *, shape=None, validation=None) -> MatrixCompletion:
-        """Fit the completed matrix to observed entries.
-
-        Parameters
-        ----------
-        X : ObservedEntries, scipy.sparse, tuple (rows, cols, values), dense
-            array with NaN, or an (nnz, 2) array of positions when ``y`` is given
-            Observed entries (scipy.sparse: stored entries are observed).
-        y : array-like, optional
-            Values at the positions ``X``.
-        shape : tuple of int, optional
-            Matrix shape for COO/position input (default: max index + 1).
-        validation : same types as X (with values), optional
-            Entries used to select lambda (``lam="auto"``) and tracked in
-            ``history_``.
-
-        Returns
-        -------
-        self
-        """
-        self._validate_params()
-        loss = get_loss(self.loss)
-        if loss.binary and self.center != "none":
-            raise InvalidParameterError(
-                f"The 'center' parameter of MatrixCompletion must be 'none' with the "
-                f"{loss.name} loss (its +/-1 labels cannot be centered). Got "
-                f"{self.center!r}."
-            )
-        rs = resolve_random_state(self.random_state, type(self).__name__)
-        entries = self._entries(X, y, shape)
-        loss.check_labels(entries.values)
-        val = None
-        if validation is not None:
-            val = as_observed_entries(validation, entries.shape)
-            if val.shape != entries.shape:
-                raise DataValidationError(
-                    f"validation entries have shape {val.shape}, training entries "
-                    f"{entries.shape}."
-                )
-        train = entries
-        if self.lam == "auto" and val is None:
-            if entries.nnz < 2:
-                raise DataValidationError(
-                    "lam='auto' needs at least 2 observed entries to hold some out "
-                    "for validation; pass a float lam."
-                )
-            f = self.validation_fraction
-            train, val = split_entries(entries, (1 - f, f), random_state=rs.numpy)
-        self.centering_ = Centering(self.center, self.scale, self.center_reg).fit(train)
-        tr_c = self.centering_.transform(train)
-        val_c = self.centering_.transform(val) if val is not None else None
-        problem = CompletionProblem(
-            tr_c, loss=loss, validation=val_c, device=self.device, dtype=self.dtype
-        )
-        svt, momentum, name = SOLVERS[self.solver]
-        common = dict(
-            max_iter=self.max_iter,
-            tol=self.tol,
-            decay=self.decay,
-            power_iters=self.power_iters,
-            max_rank=self.max_rank,
-            verbose=self.verbose,
-            callback=self.callback,
-        )
-        self.path_ = None
-        if self.lam == "auto":
-            path = lambda_path(
-                problem,
-                solver=self.solver,
-                postprocess=self.postprocess,
-                n_lambdas=self.n_lambdas,
-                lambda_min_ratio=self.lambda_min_ratio,
-                patience=self.patience,
-                random_state=rs.spawn(),
-                **common,
-            )
-            self.lam_ = path.best_lambda
-            self.path_ = dict(
-                lambdas=path.lambdas,
-                scores=path.scores,
-                ranks=path.ranks,
-                times=path.times,
-                metric=path.metric,
-            )
-            result, factors = path.best_result, path.best_factors
-            if self.refit:
-                # Train + validation, warm-started at the selected solution.
-                full = self.centering_.transform(entries)
-                problem = CompletionProblem(
-                    full, loss=loss, device=self.device, dtype=self.dtype
-                )
-                result = proximal_completion(
-                    problem,
-                    self.lam_,
-                    svt=svt,
-                    momentum=momentum,
-                    init=result.x,
-                    random_state=rs.spawn(),
-                    name=name,
-                    **common,
-                )
-                factors = result.x
-                if path.postprocessed[path.best_index]:
-                    factors = _postprocess(problem, *factors)
-        else:
-            self.lam_ = float(self.lam)
-            result = proximal_completion(
-                problem,
-                self.lam_,
-                svt=svt,
-                momentum=momentum,
-                random_state=rs.spawn(),
-                name=name,
-                **common,
-            )
-            factors = result.x
-            if self.postprocess:
-                factors = _postprocess(problem, *factors)
-        self._loss = loss
+    def _export(self, factors) -> None:
         self.factors_ = tuple(factors)
         U, s, V = (to_numpy(a) for a in factors)
         self.U_, self.s_, self.V_ = U, s, V
         self.rank_ = int(s.shape[0])
-        self.shape_ = entries.shape
-        self.history_ = result.history
-        self.n_iter_ = result.n_iter
-        self.stop_reason_ = result.stop_reason
-        return self
 
-    # -- prediction --------------------------------------------------------------
-    def decision_function(self, rows, cols=None) -> np.ndarray:
-        """Completed values at the given positions, on the original scale.
+    def _mode_factors(self) -> list:
+        return [self.factors_]
 
-        Parameters
-        ----------
-        rows : array-like of int, (n, 2) array, tuple (rows, cols) or
-            ObservedEntries
-        cols : array-like of int, optional
 
-        Returns
-        -------
-        numpy.ndarray of float64, shape (n,)
-            Never forms the dense matrix: O(n rank) work.
-        """
-        check_is_fitted(self, "factors_")
-        r, c = _positions(rows, cols, self.shape_)
-        U, s, V = self.factors_
-        Us = U * s
-        out = np.empty(r.size, dtype=np.float64)
-        step = 1 << 20
-        for a in range(0, r.size, step):
-            ri = torch.as_tensor(r[a : a + step], device=U.device)
-            ci = torch.as_tensor(c[a : a + step], device=U.device)
-            out[a : a + step] = to_numpy((Us[ri] * V[ci]).sum(1).double())
-        return self.centering_.inverse_transform(r, c, out)
+class TensorCompletion(_CompletionEstimator):
+    """Low-rank tensor completion with the scaled latent nuclear norm.
 
-    def predict(self, rows, cols=None) -> np.ndarray:
-        """Predicted entries: values, or +/-1 labels for binary losses.
+    Fits ``min sum_{Omega} l(sum_d X^d, O) + sum_d lambda_d ||X^d_<d>||_*``
+    (problem (30) of Yao & Kwok) with AIS-Impute for tensors (Algorithm 4): one
+    low-rank component per mode, each kept as the SVD of its mode-d unfolding,
+    so no dense tensor or unfolding is ever formed. ``lambda_d = lam *
+    mode_weights[d]``; lambda is chosen on a validation set by default and the
+    singular values post-processed (Sec. 4.5).
 
-        Parameters
-        ----------
-        rows, cols
-            See :meth:`decision_function`.
+    Parameters
+    ----------
+    lam : float or "auto"
+    mode_weights : sequence of float, optional
+        Default ``sqrt(max_k I_k / I_d)`` (the paper's ``(1, 1, sqrt(m/3))`` for
+        m x m x 3 tensors, Sec. 5.6).
+    loss, solver, max_rank, max_iter, tol, decay, power_iters, postprocess,
+    center, scale, center_reg, n_lambdas, lambda_min_ratio, patience,
+    validation_fraction, refit, random_state, device, dtype, verbose, callback
+        As in :class:`MatrixCompletion` (``center="both"`` removes an offset
+        per index of every mode).
 
-        Returns
-        -------
-        numpy.ndarray, shape (n,)
-        """
-        scores = self.decision_function(rows, cols)
-        if self._loss.binary:
-            return np.where(scores >= 0, 1.0, -1.0)
-        return scores
+    Attributes
+    ----------
+    factors_ : list of tuple of torch.Tensor
+        ``(U_d, s_d, V_d)`` per mode: ``X^d_<d> = U_d diag(s_d) V_d^T``.
+    ranks_ : list of int
+        Rank of each component.
+    lam_, path_, centering_, history_, n_iter_, stop_reason_, shape_
+        As in :class:`MatrixCompletion`.
 
-    def score(self, X, y=None) -> float:
-        """Negative RMSE (greater is better), or accuracy for binary losses.
+    Examples
+    --------
+    >>> from embedopt.data import make_low_rank_tensor
+    >>> prob = make_low_rank_tensor(40, random_state=0)
+    >>> model = TensorCompletion(random_state=0).fit(prob.observed)
+    >>> model.predict([[0, 1, 2]]).shape
+    (1,)
+    """
 
-        Parameters
-        ----------
-        X : ObservedEntries, tuple (rows, cols, values), scipy.sparse, dense
-            array with NaN, or positions with ``y``
-        y : array-like, optional
+    _ndim = None
+    _parameter_constraints: ClassVar[dict] = {
+        **MatrixCompletion._parameter_constraints,
+        "mode_weights": [
+            InstanceOf((list, tuple, np.ndarray), "a sequence of floats"),
+            None,
+        ],
+    }
 
-        Returns
-        -------
-        float
-        """
-        check_is_fitted(self, "factors_")
-        entries = self._entries(X, y, self.shape_)
-        pred = self.decision_function(entries.rows, entries.cols)
-        if self._loss.binary:
-            return float(np.mean(np.where(pred >= 0, 1.0, -1.0) == entries.values))
-        return -float(np.sqrt(np.mean((pred - entries.values) ** 2)))
+    def __init__(
+        self,
+        lam="auto",
+        *,
+        mode_weights=None,
+        loss="square",
+        solver="ais_impute",
+        max_rank=None,
+        max_iter=500,
+        tol=1e-4,
+        decay=0.85,
+        power_iters=3,
+        postprocess="auto",
+        center="both",
+        scale=False,
+        center_reg=5.0,
+        n_lambdas=20,
+        lambda_min_ratio=1e-3,
+        patience=3,
+        validation_fraction=0.1,
+        refit=True,
+        random_state=None,
+        device="auto",
+        dtype="float32",
+        verbose=0,
+        callback=None,
+    ):
+        self.lam = lam
+        self.mode_weights = mode_weights
+        self.loss = loss
+        self.solver = solver
+        self.max_rank = max_rank
+        self.max_iter = max_iter
+        self.tol = tol
+        self.decay = decay
+        self.power_iters = power_iters
+        self.postprocess = postprocess
+        self.center = center
+        self.scale = scale
+        self.center_reg = center_reg
+        self.n_lambdas = n_lambdas
+        self.lambda_min_ratio = lambda_min_ratio
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.refit = refit
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+        self.verbose = verbose
+        self.callback = callback
 
-    def to_dense(self, max_elements: int = 10**8) -> np.ndarray:
-        """The whole completed matrix (original scale); small matrices only.
+    def _solver_options(self) -> dict:
+        return {**super()._solver_options(), "mode_weights": self.mode_weights}
 
-        Parameters
-        ----------
-        max_elements : int
-            Refuse to build a matrix with more entries than this.
-
-        Returns
-        -------
-        numpy.ndarray, shape (m, n)
-        """
-        check_is_fitted(self, "factors_")
-        m, n = self.shape_
-        if m * n > max_elements:
-            raise DataValidationError(
-                f"The completed matrix has {m * n} entries (> max_elements="
-                f"{max_elements}); use predict(rows, cols) for the entries you need."
-            )
-        X = (self.U_ * self.s_) @ self.V_.T * self.centering_.scale_
-        return (
-            X
-            + self.centering_.mean_
-            + self.centering_.row_offset_[:, None]
-            + self.centering_.col_offset_[None, :]
+    def _export(self, factors) -> None:
+        self.factors_ = [tuple(f) for f in factors]
+        self.ranks_ = [int(f[1].numel()) for f in factors]
+        w = self.mode_weights
+        self.mode_weights_ = (
+            list(w) if w is not None else default_mode_weights(self.shape_)
         )
+
+    def _mode_factors(self) -> list:
+        return self.factors_

@@ -24,7 +24,7 @@ from .._core import (
 from ..optim import SolverResult
 from .postprocess import postprocess as _postprocess
 from .problem import CompletionProblem, _as_problem
-from .solvers import SOLVERS, proximal_completion
+from .solvers import SOLVERS, default_mode_weights, proximal_completion
 
 __all__ = ["PathResult", "lambda_path"]
 
@@ -99,7 +99,7 @@ def lambda_path(
     n_lambdas: int = 20,
     lambda_min_ratio: float = 1e-3,
     solver: str = "ais_impute",
-    postprocess: bool = True,
+    postprocess: bool | str = "auto",
     patience: int | None = 3,
     loss="square",
     shape=None,
@@ -110,6 +110,7 @@ def lambda_path(
     decay: float = 0.85,
     power_iters: int = 3,
     max_rank: int | None = None,
+    mode_weights=None,
     random_state=None,
     verbose: int = 0,
     callback=None,
@@ -142,8 +143,10 @@ def lambda_path(
         score (None: solve the whole grid).
     loss, shape, device, dtype
         See :class:`CompletionProblem`.
-    max_iter, tol, decay, power_iters, max_rank, random_state, verbose, callback
-        Passed to the solver (see :func:`ais_impute`).
+    max_iter, tol, decay, power_iters, max_rank, mode_weights, random_state,
+    verbose, callback
+        Passed to the solver (see :func:`ais_impute`; ``mode_weights`` for
+        tensors).
 
     Returns
     -------
@@ -171,6 +174,14 @@ def lambda_path(
     rs = resolve_random_state(random_state, "lambda_path")
     if lambdas is None:
         lmax = problem.lambda_max(generator=rs.torch(problem.device))
+        if problem.ndim > 2:
+            # lambda_d = lam * w_d: the path starts where every mode is zero.
+            w = (
+                mode_weights
+                if mode_weights is not None
+                else default_mode_weights(problem.shape)
+            )
+            lmax = max(lm / float(wd) for lm, wd in zip(lmax, w, strict=True))
         grid = lmax * np.geomspace(1.0, lambda_min_ratio, n_lambdas + 1)[1:]
     else:
         grid = np.sort(np.asarray(lambdas, dtype=float).ravel())[::-1]
@@ -194,6 +205,7 @@ def lambda_path(
             decay=decay,
             lam_start=lam_prev,
             power_iters=power_iters,
+            mode_weights=mode_weights,
             max_rank=max_rank,
             init=init,
             random_state=rs.spawn(),
@@ -204,7 +216,7 @@ def lambda_path(
         fac, score, used = _score(problem, res.x, postprocess, higher_better)
         lams.append(float(lam))
         scores.append(score)
-        ranks.append(int(fac[1].numel()))
+        ranks.append(_rank(fac))
         times.append(res.elapsed)
         factors.append(fac)
         results.append(res)
@@ -232,6 +244,13 @@ def lambda_path(
     )
 
 
+def _rank(factors) -> int:
+    """Rank of a matrix solution, or the sum of the per-mode ranks."""
+    if isinstance(factors, tuple):
+        return int(factors[1].numel())
+    return sum(int(f[1].numel()) for f in factors)
+
+
 def _score(problem: CompletionProblem, factors, postprocess, higher_better):
     """Validation score of the raw and/or post-processed solution; the better."""
     raw_score = None
@@ -239,7 +258,11 @@ def _score(problem: CompletionProblem, factors, postprocess, higher_better):
         raw_score = problem.validation_score(*factors)
         if postprocess is False:
             return factors, raw_score, False
-    pp = _postprocess(problem, *factors)
+    pp = (
+        _postprocess(problem, *factors)
+        if isinstance(factors, tuple)
+        else _postprocess(problem, factors)
+    )
     pp_score = problem.validation_score(*pp)
     if raw_score is None:
         return pp, pp_score, True

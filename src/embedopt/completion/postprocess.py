@@ -43,61 +43,98 @@ def _design_gram(problem: CompletionProblem, U, V, chunk_elems: int = 1 << 24):
 
 def postprocess(
     problem: CompletionProblem,
-    U: torch.Tensor,
-    s: torch.Tensor,
-    V: torch.Tensor,
+    U,
+    s: torch.Tensor | None = None,
+    V: torch.Tensor | None = None,
     *,
     max_iter: int = 100,
     tol: float = 1e-9,
 ):
-    """Refit the singular values of ``U diag(s) V^T`` to the observed entries.
+    """Refit the singular values of a completion solution to the observed entries.
 
     Parameters
     ----------
     problem : CompletionProblem
         Training entries and loss.
-    U : torch.Tensor, shape (m, k)
-    s : torch.Tensor, shape (k,)
-    V : torch.Tensor, shape (n, k)
-        A solution of a completion solver.
+    U : torch.Tensor, shape (m, k), or list of (U, s, V)
+        A matrix solution's left factor, or (tensors, eq. (36)) the list of
+        per-mode factorizations; then ``s`` and ``V`` are omitted.
+    s : torch.Tensor, shape (k,), optional
+    V : torch.Tensor, shape (n, k), optional
     max_iter, tol : int, float
-        L-BFGS settings (non-square losses).
+        L-BFGS settings (non-square losses and tensors).
 
     Returns
     -------
-    U, s, V : torch.Tensor
-        The refitted factorization, as an SVD again: negative refitted values
+    U, s, V : torch.Tensor, or list of them
+        The refitted factorization(s), as SVDs again: negative refitted values
         flip the sign of their left singular vector, and values are sorted
         decreasingly. The training loss never increases: if the refit is not
         better (e.g. an ill-posed least-squares system), the input is returned.
     """
-    k = s.numel()
-    if k == 0:
+    if s is None:
+        return _refit_lbfgs(problem, list(U), max_iter, tol)
+    if s.numel() == 0:
         return U, s, V
-    loss, y, pattern = problem.loss, problem.y, problem.pattern
-    before = loss.total(problem.values_at(pattern, U, s, V), y)
-    if isinstance(loss, SquareLoss):
-        G, b = _design_gram(problem, U, V)
-        try:
-            theta = torch.linalg.solve(G, b)
-        except RuntimeError:
-            theta = torch.linalg.lstsq(G.cpu(), b.cpu()[:, None]).solution[:, 0]
-        theta = theta.to(s.dtype).to(s.device)
-    else:
-
-        def fun(th):
-            x = problem.values_at(pattern, U, th, V)
-            g = loss.grad(x, y)
-            grad = (U * pattern.matmul(g, V)).sum(0)
-            return loss.total(x, y), grad
-
-        theta = lbfgs(fun, s.clone(), max_iter=max_iter, tol=tol).x
+    if not isinstance(problem.loss, SquareLoss):
+        return _refit_lbfgs(problem, [(U, s, V)], max_iter, tol)[0]
+    loss, y = problem.loss, problem.y
+    before = loss.total(problem.predict((U, s, V)), y)
+    G, b = _design_gram(problem, U, V)
+    try:
+        theta = torch.linalg.solve(G, b)
+    except RuntimeError:
+        theta = torch.linalg.lstsq(G.cpu(), b.cpu()[:, None]).solution[:, 0]
+    theta = theta.to(s.dtype).to(s.device)
     if not bool(torch.isfinite(theta).all()):
         return U, s, V
-    after = loss.total(problem.values_at(pattern, U, theta, V), y)
-    if not after <= before:
+    if not loss.total(problem.predict((U, theta, V)), y) <= before:
         return U, s, V
+    return _as_svd(U, theta, V)
+
+
+def _as_svd(U, theta, V):
+    """``U diag(theta) V^T`` with nonnegative, decreasing singular values."""
     sign = torch.where(theta < 0, -1.0, 1.0).to(U.dtype)
     theta = theta.abs()
     order = torch.argsort(theta, descending=True)
     return (U * sign)[:, order], theta[order], V[:, order]
+
+
+def _refit_lbfgs(problem: CompletionProblem, factors: list, max_iter, tol):
+    """L-BFGS over the concatenated singular values of every unfolding.
+
+    ``[grad]^d_i = (u^d_i)^T B_<d> v^d_i`` with B the sparse tensor of loss
+    derivatives: one sparse product per unfolding, O(sum_d k_d |Omega|).
+    """
+    loss, y = problem.loss, problem.y
+    sizes = [f[1].numel() for f in factors]
+    if sum(sizes) == 0:
+        return factors
+    before = loss.total(problem.predict(factors), y)
+
+    def split(th):
+        out, start = [], 0
+        for (U, _, V), k in zip(factors, sizes, strict=True):
+            out.append((U, th[start : start + k], V))
+            start += k
+        return out
+
+    def fun(th):
+        cand = split(th)
+        x = problem.predict(cand)
+        g = loss.grad(x, y)
+        grads = [
+            (U * unf.pattern.matmul(unf.to_block(g), V)).sum(0)
+            for unf, (U, _, V) in zip(problem.unfoldings, cand, strict=True)
+        ]
+        return loss.total(x, y), torch.cat(grads)
+
+    theta0 = torch.cat([f[1] for f in factors])
+    theta = lbfgs(fun, theta0.clone(), max_iter=max_iter, tol=tol).x
+    if not bool(torch.isfinite(theta).all()):
+        return factors
+    refit = split(theta)
+    if not loss.total(problem.predict(refit), y) <= before:
+        return factors
+    return [_as_svd(U, th, V) if th.numel() else (U, th, V) for U, th, V in refit]

@@ -1,7 +1,17 @@
-"""Observed entries prepared once for the completion solvers."""
+"""Observed entries prepared once for the completion solvers.
+
+A matrix problem has one *unfolding* (the matrix itself); a D-way tensor
+problem has D, the mode-d matricizations ``X_<d>`` of Yao & Kwok Sec. 4, each
+with its own sparse pattern over the same observed entries. Values that live
+on the observed entries (observations, predictions, loss derivatives) are kept
+in one canonical order: the CSR order of the single pattern for a matrix (so no
+permutation is ever applied), the input order for a tensor (each unfolding
+permutes to and from its CSR order).
+"""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from .._core import DataValidationError, resolve_device, resolve_dtype
@@ -9,21 +19,68 @@ from ..data import ObservedEntries, as_observed_entries
 from ..linalg import SparsePattern, SparsePlusLowRank, power_method
 from .losses import Loss, get_loss
 
-__all__ = ["CompletionProblem"]
+__all__ = ["CompletionProblem", "Unfolding"]
+
+
+class Unfolding:
+    """One matricization of the observed entries.
+
+    Parameters
+    ----------
+    pattern : SparsePattern
+        Positions in the unfolded matrix.
+    perm : torch.Tensor or None
+        ``values_in_csr_order = values_canonical[perm]``; None when the canonical
+        order already is the CSR order (matrices).
+    """
+
+    def __init__(self, pattern: SparsePattern, perm: torch.Tensor | None):
+        self.pattern = pattern
+        self.perm = perm
+        self.inverse = None if perm is None else torch.argsort(perm)
+        self.shape = pattern.shape
+
+    def to_block(self, values: torch.Tensor) -> torch.Tensor:
+        """Canonical-order values to this unfolding's CSR order."""
+        return values if self.perm is None else values[self.perm]
+
+    def to_canonical(self, values: torch.Tensor) -> torch.Tensor:
+        """This unfolding's CSR-order values to canonical order."""
+        return values if self.inverse is None else values[self.inverse]
+
+    def values(self, U, s, V) -> torch.Tensor:
+        """Entries of ``U diag(s) V^T`` (unfolded) at the observed positions."""
+        return self.to_canonical(self.pattern.sampled_dot(U * s, V))
+
+
+def _unfoldings(entries: ObservedEntries, device) -> tuple[list[Unfolding], np.ndarray]:
+    """Unfoldings of ``entries`` and the canonical permutation of its values."""
+    idx, shape = entries.indices, entries.shape
+    if entries.ndim == 2:
+        pattern = SparsePattern(idx[:, 0], idx[:, 1], shape, device)
+        return [Unfolding(pattern, None)], pattern.order.cpu().numpy()
+    out = []
+    for d in range(entries.ndim):
+        others = [k for k in range(entries.ndim) if k != d]
+        cols = np.ravel_multi_index(tuple(idx[:, others].T), [shape[k] for k in others])
+        n_cols = int(np.prod([shape[k] for k in others]))
+        pattern = SparsePattern(idx[:, d], cols, (shape[d], n_cols), device)
+        out.append(Unfolding(pattern, pattern.order))
+    return out, np.arange(entries.nnz)
 
 
 class CompletionProblem:
     """Training (and optional validation) entries on a device, ready to solve.
 
-    Building the sparse structures (CSR and transposed CSR of Omega) costs a
-    sort of the entries; a problem is built once and reused across the
-    lambda path, restarts and post-processing.
+    Building the sparse structures costs a sort of the entries per unfolding;
+    a problem is built once and reused across the lambda path, restarts and
+    post-processing.
 
     Parameters
     ----------
     X : ObservedEntries or any input accepted by
         :func:`~embedopt.data.as_observed_entries`
-        The observed training entries (a matrix).
+        The observed training entries of a matrix or a D-way tensor.
     loss : str or Loss
         See :func:`~embedopt.completion.get_loss`.
     validation : same types as X, optional
@@ -36,11 +93,13 @@ class CompletionProblem:
     Attributes
     ----------
     entries : ObservedEntries
-    pattern : SparsePattern
+    unfoldings : list of Unfolding
+        One for a matrix, D for a D-way tensor.
     y : torch.Tensor
-        Observed values in the pattern's CSR order.
+        Observed values in canonical order.
     loss : Loss
     shape : tuple of int
+    ndim : int
     """
 
     def __init__(
@@ -54,16 +113,18 @@ class CompletionProblem:
         dtype=None,
     ):
         self.entries = as_observed_entries(X, shape)
-        if self.entries.ndim != 2:
+        if self.entries.ndim < 2:
             raise DataValidationError(
-                f"Matrix completion needs 2-D entries; got shape {self.entries.shape}."
+                f"Completion needs matrix or tensor entries; got shape "
+                f"{self.entries.shape}."
             )
         self.shape = self.entries.shape
+        self.ndim = self.entries.ndim
         self.loss: Loss = get_loss(loss)
         self.loss.check_labels(self.entries.values)
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype)
-        self.pattern, self.y = self._prepare(self.entries)
+        self.unfoldings, self.y = self._prepare(self.entries)
         self.validation = None
         if validation is not None:
             if isinstance(validation, ObservedEntries):
@@ -79,9 +140,18 @@ class CompletionProblem:
             self.validation = self._prepare(val)
 
     def _prepare(self, entries: ObservedEntries):
-        pattern = SparsePattern(entries.rows, entries.cols, entries.shape, self.device)
-        y = torch.as_tensor(entries.values, dtype=self.dtype).to(self.device)
-        return pattern, y[pattern.order]
+        unf, order = _unfoldings(entries, self.device)
+        y = torch.as_tensor(entries.values[order], dtype=self.dtype).to(self.device)
+        return unf, y
+
+    @property
+    def pattern(self) -> SparsePattern:
+        """The sparse pattern of a matrix problem."""
+        if self.ndim != 2:
+            raise AttributeError(
+                "a tensor problem has one pattern per unfolding; use .unfoldings"
+            )
+        return self.unfoldings[0].pattern
 
     @property
     def metric_name(self) -> str:
@@ -89,8 +159,33 @@ class CompletionProblem:
         return "accuracy" if self.loss.binary else "rmse"
 
     def values_at(self, pattern: SparsePattern, U, s, V) -> torch.Tensor:
-        """Entries of ``U diag(s) V^T`` at a pattern's positions (CSR order)."""
+        """Entries of ``U diag(s) V^T`` at a matrix pattern's positions."""
         return pattern.sampled_dot(U * s, V)
+
+    def predict(self, factors, which: str = "train") -> torch.Tensor:
+        """Model values at the training or validation entries (canonical order).
+
+        Parameters
+        ----------
+        factors : tuple (U, s, V) or list of them (one per unfolding)
+        which : {"train", "validation"}
+
+        Returns
+        -------
+        torch.Tensor
+        """
+        unfoldings = self.unfoldings if which == "train" else self.validation[0]
+        factors = _as_factor_list(factors)
+        total = None
+        for unf, (U, s, V) in zip(unfoldings, factors, strict=True):
+            if s.numel() == 0:
+                continue
+            v = unf.values(U, s, V)
+            total = v if total is None else total + v
+        if total is None:
+            n = self.y.numel() if which == "train" else self.validation[1].numel()
+            total = torch.zeros(n, dtype=self.dtype, device=self.device)
+        return total
 
     def score(self, pred: torch.Tensor, y: torch.Tensor) -> float:
         """RMSE, or accuracy of the signs for +/-1 losses."""
@@ -98,49 +193,51 @@ class CompletionProblem:
             return float(((pred >= 0).to(y.dtype) * 2 - 1 == y).double().mean())
         return float(torch.sqrt(((pred - y).double() ** 2).mean()))
 
-    def validation_score(self, U, s, V) -> float:
-        """Validation metric of the low-rank matrix ``U diag(s) V^T``."""
+    def validation_score(self, *factors) -> float:
+        """Validation metric of the model (``U, s, V`` or a list of factors)."""
         if self.validation is None:
             return float("nan")
-        pattern, y = self.validation
-        return self.score(self.values_at(pattern, U, s, V), y)
+        f = factors if len(factors) == 3 else factors[0]
+        return self.score(self.predict(f, "validation"), self.validation[1])
 
     def lambda_max(
-        self,
-        U=None,
-        s=None,
-        V=None,
-        n_iter: int = 10,
-        generator: torch.Generator | None = None,
-    ) -> float:
-        """Largest singular value of the loss gradient at ``X`` (default X = 0).
+        self, factors=None, n_iter: int = 10, generator: torch.Generator | None = None
+    ):
+        """Largest singular value of each unfolded loss gradient at ``X``.
 
         For the square loss and X = 0 this is ``||P_Omega(O)||_2``, the smallest
-        lambda whose solution is the zero matrix; it is the natural start of the
-        continuation and of the lambda path. Estimated by the power method.
+        lambda whose solution is zero: the natural start of the continuation and
+        of the lambda path. Estimated by the power method. A float for a matrix,
+        a list (one per unfolding) for a tensor.
         """
-        if U is None:
-            x = torch.zeros_like(self.y)
-        else:
-            x = self.values_at(self.pattern, U, s, V)
+        x = self.predict(factors) if factors is not None else torch.zeros_like(self.y)
         g = self.loss.grad(x, self.y)
-        n = self.shape[1]
-        R = torch.randn(
-            n,
-            1,
-            generator=generator,
-            dtype=self.dtype,
-            device="cpu" if generator is None else generator.device,
-        )
-        op = SparsePlusLowRank.from_terms(self.pattern, g, [])
-        Q = power_method(op, R.to(self.device), n_iter)
-        return float(torch.linalg.vector_norm(op.rmatmul(Q)))
+        out = []
+        for unf in self.unfoldings:
+            R = torch.randn(
+                unf.shape[1],
+                1,
+                generator=generator,
+                dtype=self.dtype,
+                device="cpu" if generator is None else generator.device,
+            )
+            op = SparsePlusLowRank.from_terms(unf.pattern, unf.to_block(g), [])
+            Q = power_method(op, R.to(self.device), n_iter)
+            out.append(float(torch.linalg.vector_norm(op.rmatmul(Q))))
+        return out[0] if self.ndim == 2 else out
 
     def __repr__(self) -> str:
         return (
-            f"CompletionProblem(shape={self.shape}, nnz={self.pattern.nnz}, "
+            f"CompletionProblem(shape={self.shape}, nnz={self.entries.nnz}, "
             f"loss={self.loss.name!r}, device={self.device}, dtype={self.dtype})"
         )
+
+
+def _as_factor_list(factors) -> list:
+    """``(U, s, V)`` -> ``[(U, s, V)]``; a list of triples is returned as is."""
+    if isinstance(factors, tuple) and len(factors) == 3 and torch.is_tensor(factors[1]):
+        return [factors]
+    return list(factors)
 
 
 def _as_problem(X, *, loss, validation, shape, device, dtype) -> CompletionProblem:

@@ -24,7 +24,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._core import Interval, Options, resolve_random_state, validate_params
+from .._core import (
+    Interval,
+    InvalidParameterError,
+    Options,
+    resolve_random_state,
+    validate_params,
+)
 from ..linalg import (
     DenseOperator,
     SparsePlusLowRank,
@@ -33,7 +39,7 @@ from ..linalg import (
     warm_start_basis,
 )
 from ..optim import MOMENTUM, IterationMonitor, SolverResult
-from .problem import CompletionProblem, _as_problem
+from .problem import CompletionProblem, _as_factor_list, _as_problem
 from .regularizers import Regularizer
 
 __all__ = [
@@ -41,6 +47,7 @@ __all__ = [
     "SVT_METHODS",
     "ais_impute",
     "apg",
+    "default_mode_weights",
     "proximal_completion",
     "soft_impute",
 ]
@@ -154,6 +161,16 @@ def _penalty(it: _Iterate, weights, linear) -> float:
     return val
 
 
+def default_mode_weights(shape) -> list[float]:
+    """Scaled-latent-norm weights ``w_d = sqrt(max_k I_k / I_d)`` of a tensor.
+
+    Proportional to the ``1 / sqrt(I_d)`` of the scaled latent nuclear norm, and
+    equal to Yao & Kwok's ``(1, 1, sqrt(m / 3))`` for m x m x 3 tensors.
+    """
+    big = max(shape)
+    return [(big / i) ** 0.5 for i in shape]
+
+
 def proximal_completion(
     problem: CompletionProblem,
     lam: float,
@@ -170,18 +187,27 @@ def proximal_completion(
     weights: torch.Tensor | None = None,
     linear: tuple[torch.Tensor, torch.Tensor] | None = None,
     regularizer: Regularizer | None = None,
+    mode_weights=None,
+    step_size: float | None = None,
     random_state=None,
     verbose: int = 0,
     callback=None,
     name: str = "AIS-Impute",
 ) -> SolverResult:
-    """The shared accelerated proximal loop (Algorithm 3 with pluggable pieces).
+    """The shared accelerated proximal loop (Algorithms 3 and 4 with pluggable pieces).
+
+    For a matrix this is Algorithm 3. For a D-way tensor it is Algorithm 4: the
+    scaled latent nuclear norm ``sum_d lambda_d ||X^d_<d>||_*`` with one
+    low-rank component per mode, each kept as the SVD of its mode-d unfolding
+    and thresholded separately (Proposition 4.1) on a sparse-plus-low-rank
+    ``Z^d_t`` (Sec. 4.3).
 
     Parameters
     ----------
     problem : CompletionProblem
     lam : float
-        Regularization weight lambda > 0.
+        Regularization weight lambda > 0 (``lambda_d = lam * mode_weights[d]``
+        for tensors).
     svt : {"approx", "exact", "dense"}
         SVT strategy (see :data:`SVT_METHODS`).
     momentum : {"nesterov_restart", "none"}
@@ -192,27 +218,40 @@ def proximal_completion(
     decay : float
         nu in (0, 1): ``lambda_t = (lambda_hat - lambda) nu^(t-1) + lambda``.
     lam_start : float, optional
-        lambda_hat. Default: ``lambda + nu (lambda_max - lambda)`` with
-        lambda_max the largest singular value of the loss gradient at the
-        initial point, so the first iterate is already nonzero; with ``init``
-        given, no continuation (``lambda_hat = lambda``) unless set.
+        lambda_hat, in the units of ``lam`` (for tensors mode d continues from
+        ``lam_start * mode_weights[d]``, i.e. Algorithm 4's single lambda_hat is
+        scaled per mode like lambda_d). Default:
+        ``lam + nu (lambda_max - lam)`` with lambda_max the largest singular
+        value of the (unfolded, weight-scaled) loss gradient at the initial
+        point, so the first iterate is already nonzero; with ``init`` given, no
+        continuation unless set.
     power_iters : int
         J, power iterations per approximate SVT (paper: 3).
     max_rank : int, optional
-        Cap on the rank of the iterates (None: no cap).
-    init : tuple (U, s, V), optional
-        Warm start ``X_0 = X_1 = U diag(s) V^T``.
+        Cap on the rank of the iterates (per mode; None: no cap).
+    init : tuple (U, s, V) or list of them (tensors), optional
+        Warm start ``X_0 = X_1``.
     weights : torch.Tensor, optional
         Per-index weights of a weighted nuclear norm (nondecreasing); the SVT
-        thresholds become ``mu lambda_t w_i`` (Lemma 3.6).
+        thresholds become ``mu lambda_t w_i`` (Lemma 3.6). Matrices only.
     linear : tuple (A, B), optional
         Adds ``- lambda tr(A^T X B)`` to the objective (the linearized truncated
-        nuclear norm, eq. (26)-(27)).
+        nuclear norm, eq. (26)-(27)). Matrices only.
     regularizer : Regularizer, optional
         A (nonconvex) regularizer whose supergradient weights are recomputed
         from the current iterate at every iteration (iteratively reweighted
         nuclear norm, IRNN); the objective is then ``f + lambda r(X)``.
-        Excludes ``weights`` and ``linear``.
+        Excludes ``weights`` and ``linear``. Matrices only.
+    mode_weights : sequence of float, optional
+        Tensors: ``lambda_d = lam * mode_weights[d]``. Default
+        ``sqrt(max_k I_k / I_d)``, the scaled latent nuclear norm's
+        ``1 / sqrt(I_d)`` up to a constant; for an m x m x 3 tensor this is the
+        paper's ``(1, 1, sqrt(m / 3))`` (Sec. 5.6).
+    step_size : float, optional
+        mu. Default ``1 / (D rho)``: f in (31) is ``D rho``-smooth (the gradient
+        of ``sum_d X^d`` has norm ``sqrt(D)``, squared in the Hessian), which is
+        the safe step; Proposition 4.2's ``sqrt(D) rho`` is smaller than that
+        constant for D > 1. For matrices ``1 / rho`` (Proposition 3.1).
     random_state : None, int or numpy Generator
     verbose : int
     callback : callable, optional
@@ -222,14 +261,25 @@ def proximal_completion(
     Returns
     -------
     SolverResult
-        ``x = (U, s, V)`` tensors of the final iterate. ``history`` columns:
-        iteration, time, objective (at the target lambda), lambda (lambda_t),
-        rank, svd_rank (columns of the SVT basis), theta, restart and, with
-        validation entries, ``val_rmse`` or ``val_accuracy``.
+        ``x = (U, s, V)`` tensors of the final iterate (a list of them, one per
+        mode, for tensors). ``history`` columns: iteration, time, objective (at
+        the target lambda), lam (lambda_t of the first mode), rank (summed over
+        modes; ``rank_d`` per mode for tensors), svd_rank (columns of the SVT
+        bases), theta, restart and, with validation entries, ``val_rmse`` or
+        ``val_accuracy``.
     """
     rs = resolve_random_state(random_state, name)
     dev, dt = problem.device, problem.dtype
-    mu = 1.0 / problem.loss.rho
+    unfoldings, y, loss = problem.unfoldings, problem.y, problem.loss
+    D = len(unfoldings)
+    if D > 1 and (weights is not None or linear is not None or regularizer is not None):
+        raise InvalidParameterError(
+            f"{name}: weights, linear and regularizer apply to matrix problems only."
+        )
+    mu = step_size if step_size is not None else 1.0 / (D * problem.loss.rho)
+    if mode_weights is None:
+        mode_weights = [1.0] if D == 1 else default_mode_weights(problem.shape)
+    lams = [lam * float(w) for w in mode_weights]
     strategy = SVT_METHODS[svt](
         power_iters=power_iters,
         max_rank=max_rank,
@@ -237,44 +287,57 @@ def proximal_completion(
         random_state=rs.numpy,
     )
     mom = MOMENTUM[momentum]()
-    pattern, y, loss = problem.pattern, problem.y, problem.loss
-    m, n = problem.shape
 
     if init is not None:
-        U0, s0, V0 = (
-            torch.as_tensor(
-                np.asarray(a) if not torch.is_tensor(a) else a, dtype=dt
-            ).to(dev)
-            for a in init
-        )
-        cur = _Iterate(U0, s0, V0, problem.values_at(pattern, U0, s0, V0))
+        cur = []
+        for unf, fac in zip(unfoldings, _as_factor_list(init), strict=True):
+            U0, s0, V0 = (
+                torch.as_tensor(
+                    np.asarray(a) if not torch.is_tensor(a) else a, dtype=dt
+                ).to(dev)
+                for a in fac
+            )
+            cur.append(_Iterate(U0, s0, V0, unf.values(U0, s0, V0)))
     else:
-        empty = torch.zeros
-        cur = _Iterate(
-            empty((m, 0), dtype=dt, device=dev),
-            empty(0, dtype=dt, device=dev),
-            empty((n, 0), dtype=dt, device=dev),
-            torch.zeros_like(y),
-        )
+        cur = [
+            _Iterate(
+                torch.zeros((a, 0), dtype=dt, device=dev),
+                torch.zeros(0, dtype=dt, device=dev),
+                torch.zeros((b, 0), dtype=dt, device=dev),
+                torch.zeros_like(y),
+            )
+            for a, b in (unf.shape for unf in unfoldings)
+        ]
     prev = cur
     if lam_start is None:
         if init is None:
             lmax = problem.lambda_max(generator=rs.torch(dev))
-            lam_start = lam + decay * (lmax - lam) if lmax > lam else lam
+            lmax = [lmax] if D == 1 else lmax
+            # In units of lam: mode d's zero-solution threshold is lmax_d / w_d.
+            top = max(lm / float(w) for lm, w in zip(lmax, mode_weights, strict=True))
+            lam_start = lam + decay * (top - lam) if top > lam else lam
         else:
             lam_start = lam
     continuing = lam_start > lam
     at_target = 0  # iterations solved at the target lambda
+
     if regularizer is not None:
 
-        def penalty(it):
-            return regularizer.value(it.s)
+        def penalty(its, lam_list):
+            return lam_list[0] * regularizer.value(its[0].s)
     else:
 
-        def penalty(it):
-            return _penalty(it, weights, linear)
+        def penalty(its, lam_list):
+            return sum(
+                lam_d * _penalty(it, weights, linear)
+                for lam_d, it in zip(lam_list, its, strict=True)
+            )
 
-    loss_cur = loss.total(cur.x, y)
+    def total(its):
+        return its[0].x if D == 1 else sum(it.x for it in its)
+
+    x_cur = total(cur)
+    loss_cur = loss.total(x_cur, y)
     metric_key = f"val_{problem.metric_name}"
     monitor = IterationMonitor(
         name,
@@ -288,50 +351,68 @@ def proximal_completion(
             "data badly scaled (try centering/standardizing them)"
         ),
     )
+    x_prev = x_cur
     for t in monitor:
-        lam_t = (lam_start - lam) * decay ** (t - 1) + lam if continuing else lam
+        scale = (lam_start - lam) * decay ** (t - 1) + lam if continuing else lam
+        lam_t = [scale * float(w) for w in mode_weights]
         at_target += not continuing
         theta = mom.theta
-        # Y_t on Omega and the sparse part -mu S_t of Z_t (eq. (20)).
-        y_omega = cur.x if theta == 0 else (1 + theta) * cur.x - theta * prev.x
+        # Y_t on Omega and the sparse part -mu S_t of Z_t (eq. (20), (33)-(34)).
+        y_omega = x_cur if theta == 0 else (1 + theta) * x_cur - theta * x_prev
         sparse_vals = -mu * loss.grad(y_omega, y)
-        terms = [(1 + theta, cur.Us, cur.V), (-theta, prev.Us, prev.V)]
-        if linear is not None:
-            terms.append((mu * lam_t, linear[0], linear[1]))
-        op = SparsePlusLowRank.from_terms(pattern, sparse_vals, terms)
-        w = regularizer.weights(cur.s) if regularizer is not None else weights
-        threshold = mu * lam_t if w is None else mu * lam_t * w
-        try:
-            U, s, V, k = strategy(op, threshold, cur, prev)
-        except torch.linalg.LinAlgError as exc:
-            raise monitor.instability(f"the SVT failed ({exc})") from exc
-        new = _Iterate(U, s, V, problem.values_at(pattern, U, s, V))
-        loss_new = loss.total(new.x, y)
-        pen_new = penalty(new)
-        # Restart test (steps 9-10) on F at the current lambda_t.
-        increased = loss_new + lam_t * pen_new > loss_cur + lam_t * penalty(cur)
+        new, k_total = [], 0
+        for d, unf in enumerate(unfoldings):
+            c, p = cur[d], prev[d]
+            terms = [(1 + theta, c.Us, c.V), (-theta, p.Us, p.V)]
+            if linear is not None:
+                terms.append((mu * lam_t[d], linear[0], linear[1]))
+            op = SparsePlusLowRank.from_terms(
+                unf.pattern, unf.to_block(sparse_vals), terms
+            )
+            w = regularizer.weights(c.s) if regularizer is not None else weights
+            threshold = mu * lam_t[d] if w is None else mu * lam_t[d] * w
+            try:
+                U, s, V, k = strategy(op, threshold, c, p)
+            except torch.linalg.LinAlgError as exc:
+                raise monitor.instability(f"the SVT failed ({exc})") from exc
+            new.append(_Iterate(U, s, V, unf.values(U, s, V)))
+            k_total += k
+        x_new = total(new)
+        loss_new = loss.total(x_new, y)
+        # Restart test (steps 9-10 / 12-13) on F at the current lambda_t.
+        increased = loss_new + penalty(new, lam_t) > loss_cur + penalty(cur, lam_t)
         mom.update(increased)
         prev, cur, loss_cur = cur, new, loss_new
+        x_prev, x_cur = x_cur, x_new
         record = dict(
-            objective=loss_new + lam * pen_new,
-            lam=lam_t,
-            rank=new.rank,
-            svd_rank=k,
+            objective=loss_new + penalty(new, lams),
+            lam=lam_t[0],
+            rank=sum(it.rank for it in new),
+            svd_rank=k_total,
             theta=theta,
             restart=float(increased),
         )
+        if D > 1:
+            record.update({f"rank_{d}": it.rank for d, it in enumerate(new)})
+        factors = [(it.U, it.s, it.V) for it in new]
+        x_out = factors[0] if D == 1 else factors
         if problem.validation is not None:
             with monitor.paused():
-                record[metric_key] = problem.validation_score(U, s, V)
+                record[metric_key] = problem.validation_score(x_out)
         # The tolerance compares two consecutive iterates at the target lambda.
-        if monitor.record((U, s, V), allow_stop=at_target >= 2, **record):
+        if monitor.record(x_out, allow_stop=at_target >= 2, **record):
             break
         if continuing and monitor.tolerance_met():
             # The iterates have settled before lambda_t reached lambda: end the
             # continuation now rather than stop at the wrong lambda.
             continuing = False
+    factors = [(it.U, it.s, it.V) for it in cur]
     return monitor.result(
-        (cur.U, cur.s, cur.V), lam=lam, n_restarts=mom.n_restarts, loss=loss_cur
+        factors[0] if D == 1 else factors,
+        lam=lam,
+        lams=lams,
+        n_restarts=mom.n_restarts,
+        loss=loss_cur,
     )
 
 
@@ -385,13 +466,14 @@ def ais_impute(
     power_iters: int = 3,
     max_rank: int | None = None,
     init=None,
+    mode_weights=None,
     random_state=None,
     device="auto",
     dtype=None,
     verbose: int = 0,
     callback=None,
 ) -> SolverResult:
-    """AIS-Impute: accelerated inexact Soft-Impute (Algorithm 3 of Yao & Kwok).
+    """AIS-Impute: accelerated inexact Soft-Impute (Algorithms 3-4 of Yao & Kwok).
 
     Solves ``min_X sum_{Omega} l(X_ij, O_ij) + lam ||X||_*`` by accelerated
     proximal gradient with step ``1 / rho``, momentum ``theta_t = (c-1)/(c+2)``
@@ -403,7 +485,8 @@ def ais_impute(
     ----------
     X : ObservedEntries, scipy.sparse, tuple (rows, cols, values), dense array
         with NaN, or CompletionProblem
-        Observed training entries.
+        Observed training entries of a matrix, or of a tensor (then problem
+        (30) with the scaled latent nuclear norm is solved).
     lam : float
         lambda > 0. The objective is a *sum* over observed entries, so lambda
         scales with the data; :func:`~embedopt.completion.lambda_path` chooses
@@ -430,7 +513,11 @@ def ais_impute(
     max_rank : int, optional
         Cap on the rank of the iterates.
     init : tuple (U, s, V), optional
-        Warm start.
+        Warm start (a list of them, one per mode, for tensors).
+    mode_weights : sequence of float, optional
+        Tensors (entries with 3 or more modes, Algorithm 4): ``lambda_d = lam *
+        mode_weights[d]`` in the scaled latent nuclear norm; default
+        ``sqrt(max_k I_k / I_d)`` (see :func:`default_mode_weights`).
     random_state : None, int or numpy Generator
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}
@@ -469,6 +556,7 @@ def ais_impute(
         power_iters=power_iters,
         max_rank=max_rank,
         init=init,
+        mode_weights=mode_weights,
         random_state=random_state,
         verbose=verbose,
         callback=callback,
@@ -489,6 +577,7 @@ def soft_impute(
     lam_start: float | None = None,
     max_rank: int | None = None,
     init=None,
+    mode_weights=None,
     random_state=None,
     device="auto",
     dtype=None,
@@ -525,6 +614,7 @@ def soft_impute(
         lam_start=lam_start,
         max_rank=max_rank,
         init=init,
+        mode_weights=mode_weights,
         random_state=random_state,
         verbose=verbose,
         callback=callback,
@@ -545,6 +635,7 @@ def apg(
     lam_start: float | None = None,
     max_rank: int | None = None,
     init=None,
+    mode_weights=None,
     random_state=None,
     device="auto",
     dtype=None,
@@ -581,6 +672,7 @@ def apg(
         lam_start=lam_start,
         max_rank=max_rank,
         init=init,
+        mode_weights=mode_weights,
         random_state=random_state,
         verbose=verbose,
         callback=callback,

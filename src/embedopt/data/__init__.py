@@ -4,10 +4,17 @@ from ._paths import get_data_home
 from .entries import ObservedEntries, as_observed_entries
 from .movielens import MovieLensRatings, load_movielens
 from .splits import kfold_entries, split_entries
-from .synthetic import LowRankProblem, make_low_rank_matrix, sample_positions
+from .synthetic import (
+    LowRankProblem,
+    LowRankTensorProblem,
+    make_low_rank_matrix,
+    make_low_rank_tensor,
+    sample_positions,
+)
 
 __all__ = [
     "LowRankProblem",
+    "LowRankTensorProblem",
     "MovieLensRatings",
     "ObservedEntries",
     "as_observed_entries",
@@ -15,6 +22,7 @@ __all__ = [
     "kfold_entries",
     "load_movielens",
     "make_low_rank_matrix",
+    "make_low_rank_tensor",
     "sample_positions",
     "split_entries",
 ]

@@ -9,7 +9,13 @@ import numpy as np
 from .._core import InvalidParameterError, resolve_random_state
 from .entries import ObservedEntries
 
-__all__ = ["LowRankProblem", "make_low_rank_matrix", "sample_positions"]
+__all__ = [
+    "LowRankProblem",
+    "LowRankTensorProblem",
+    "make_low_rank_matrix",
+    "make_low_rank_tensor",
+    "sample_positions",
+]
 
 
 @dataclass
@@ -126,3 +132,97 @@ def make_low_rank_matrix(
     vals = _rowwise_dot(U, V, rows, cols) + noise_std * rng.standard_normal(n_observed)
     obs = ObservedEntries((rows, cols), vals, (m, n), validate=False)
     return LowRankProblem(obs, U, V, float(noise_std))
+
+
+@dataclass
+class LowRankTensorProblem:
+    """A planted Tucker-structured tensor and noisy observations of some entries.
+
+    Attributes
+    ----------
+    observed : ObservedEntries
+        Noisy observed entries.
+    core : numpy.ndarray
+        Core tensor C.
+    factors : list of numpy.ndarray
+        Mode factors A_d; the truth is ``C x_1 A_1 x_2 A_2 ... x_D A_D``.
+    noise_std : float
+    """
+
+    observed: ObservedEntries
+    core: np.ndarray
+    factors: list
+    noise_std: float
+
+    def truth_at(self, indices) -> np.ndarray:
+        """Noise-free values at positions given as an (n, D) array."""
+        idx = np.asarray(indices)
+        out = np.empty(idx.shape[0])
+        letters = "abcdefgh"[: self.core.ndim]
+        spec = f"{letters},{','.join('z' + c for c in letters)}->z"
+        for s in range(0, idx.shape[0], 1 << 18):
+            rows = [A[idx[s : s + (1 << 18), d]] for d, A in enumerate(self.factors)]
+            out[s : s + (1 << 18)] = np.einsum(spec, self.core, *rows)
+        return out
+
+    def dense(self) -> np.ndarray:
+        """The full noise-free tensor (small problems only)."""
+        T = self.core
+        for d, A in enumerate(self.factors):
+            T = np.moveaxis(np.tensordot(A, T, axes=(1, d)), 0, d)
+        return T
+
+
+def make_low_rank_tensor(
+    m: int = 500,
+    *,
+    last_dim: int = 3,
+    rank: int = 3,
+    noise_std: float = 0.05,
+    n_observed: int | None = None,
+    random_state=None,
+) -> LowRankTensorProblem:
+    """The synthetic tensor-completion problem of Yao & Kwok, Sec. 5.6.
+
+    An m x m x ``last_dim`` tensor ``C x_1 A_1 x_2 A_2 x_3 A_3`` with core C
+    (rank^3) and factors A_1, A_2 (m x rank), A_3 (last_dim x rank), all i.i.d.
+    N(0, 1): low rank in the first two modes, not in the third. Observed
+    entries (uniform, without replacement) get N(0, noise_std^2) noise.
+
+    Parameters
+    ----------
+    m : int
+    last_dim : int
+        Size of the third mode (paper: 3).
+    rank : int
+        Multilinear rank of the first two modes (paper: 3).
+    noise_std : float
+        Paper: 0.05 (as in the matrix case, a standard deviation).
+    n_observed : int, optional
+        Default ``45 m log m`` (the paper then uses half for training).
+    random_state : None, int or numpy Generator
+
+    Returns
+    -------
+    LowRankTensorProblem
+    """
+    if m < 1 or last_dim < 1 or rank < 1:
+        raise InvalidParameterError("m, last_dim and rank must be >= 1.")
+    rng = resolve_random_state(random_state, "make_low_rank_tensor").numpy
+    shape = (m, m, last_dim)
+    total = m * m * last_dim
+    if n_observed is None:
+        n_observed = round(45 * m * np.log(max(m, 2)))
+    n_observed = int(min(n_observed, total))
+    core = rng.standard_normal((rank, rank, rank))
+    factors = [
+        rng.standard_normal((m, rank)),
+        rng.standard_normal((m, rank)),
+        rng.standard_normal((last_dim, rank)),
+    ]
+    r, c = sample_positions((m, m * last_dim), n_observed, rng)
+    idx = np.stack([r, c // last_dim, c % last_dim], axis=1)
+    prob = LowRankTensorProblem(None, core, factors, float(noise_std))
+    vals = prob.truth_at(idx) + noise_std * rng.standard_normal(n_observed)
+    prob.observed = ObservedEntries(idx, vals, shape, validate=False)
+    return prob
