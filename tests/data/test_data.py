@@ -157,3 +157,13 @@ def test_movielens_100k_real():
 def test_movielens_latest_small_real():
     ml = load_movielens("latest-small")
     assert ml.entries.nnz == 100_836 and ml.entries.shape[0] == 610
+
+
+@requires_dataset("test-images")
+def test_load_test_image():
+    from embedopt.data import load_test_image
+
+    img = load_test_image("camera")
+    assert img.shape == (512, 512) and 0 <= img.min() and img.max() <= 1
+    assert load_test_image("china").ndim == 2
+    assert load_test_image("china", gray=False).shape[2] == 3
