@@ -21,14 +21,12 @@ import warnings
 import numpy as np
 
 import common
+from completion_common import solve_each
 from embedopt import ConvergenceWarning
 from embedopt.completion import (
-    SOLVERS,
     CompletionProblem,
     dc_completion,
     lambda_path,
-    postprocess,
-    proximal_completion,
 )
 from embedopt.data import ObservedEntries, load_test_image, split_entries
 
@@ -55,21 +53,9 @@ def run(name, rep, args):
     path = lambda_path(problem, random_state=rep, n_lambdas=25)
     lam, use_pp = path.best_lambda, bool(path.postprocessed[path.best_index])
     out = {}
-    for key in METHODS:
-        svt, mom, label = SOLVERS[key]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            res = proximal_completion(
-                tracked,
-                lam,
-                svt=svt,
-                momentum=mom,
-                tol=1e-4,
-                max_iter=args.max_iter,
-                random_state=rep,
-                name=label,
-            )
-        fac = postprocess(tracked, *res.x) if use_pp else res.x
+    for key, (label, res, fac, _) in solve_each(
+        tracked, lam, METHODS, tol=1e-4, max_iter=args.max_iter, seed=rep, refit=use_pp
+    ).items():
         out[key] = dict(
             label=label,
             rmse=tracked.validation_score(*fac),

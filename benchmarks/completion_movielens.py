@@ -20,20 +20,16 @@ post-processed solution chosen on validation), on the same splits.
 from __future__ import annotations
 
 import time
-import warnings
 
 import numpy as np
 
 import common
-from embedopt import ConvergenceWarning
+from completion_common import solve_each
 from embedopt.completion import (
-    SOLVERS,
     Centering,
     CompletionProblem,
     MatrixCompletion,
     lambda_path,
-    postprocess,
-    proximal_completion,
 )
 from embedopt.data import load_movielens, split_entries
 
@@ -62,29 +58,15 @@ def run(variant, rep, methods, args):
     # Per-iteration test RMSE: the test entries act as the tracked "validation".
     tracked = CompletionProblem(tr, validation=te, dtype="float64", device=args.device)
     out = {}
-    for name in methods:
-        svt, mom, label = SOLVERS[name]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            res = proximal_completion(
-                tracked,
-                lam,
-                svt=svt,
-                momentum=mom,
-                tol=1e-4,
-                max_iter=args.max_iter,
-                random_state=rep,
-                name=label,
-            )
-        t1 = time.perf_counter()
-        U, s, V = postprocess(tracked, *res.x)
-        pp_time = time.perf_counter() - t1
-        rmse_std = tracked.validation_score(U, s, V)
+    for name, (label, res, fac, pp_time) in solve_each(
+        tracked, lam, methods, tol=1e-4, max_iter=args.max_iter, seed=rep
+    ).items():
+        rmse_std = tracked.validation_score(*fac)
         out[name] = dict(
             label=label,
             rmse_std=rmse_std,
             rmse_stars=rmse_std * sd,
-            rank=int(s.numel()),
+            rank=int(fac[1].numel()),
             seconds=res.elapsed + pp_time,
             n_iter=res.n_iter,
             curve_time=res.history["time"],

@@ -23,32 +23,19 @@ text's protocol.
 from __future__ import annotations
 
 import time
-import warnings
 
 import numpy as np
 
 import common
-from embedopt import ConvergenceWarning
+from completion_common import GAP, plot_gaps, solve_each, time_to_gap
 from embedopt.completion import (
-    SOLVERS,
     CompletionProblem,
     lambda_path,
-    postprocess,
-    proximal_completion,
 )
 from embedopt.data import make_low_rank_matrix, split_entries
 from embedopt.metrics import nmse_lowrank
 
 METHODS = ["apg", "soft_impute", "ais_impute_exact", "ais_impute"]
-GAP = 1e-4
-
-
-def time_to_gap(history, f_star, gap=GAP):
-    rel = (history["objective"] - f_star) / abs(f_star)
-    hit = np.flatnonzero(rel <= gap)
-    if hit.size == 0:
-        return float("nan"), float("nan")
-    return float(history["time"][hit[0]]), int(history["iteration"][hit[0]])
 
 
 def run_one(m, rep, args):
@@ -73,27 +60,12 @@ def run_one(m, rep, args):
     )
     lam = path.best_lambda
     select_time = time.perf_counter() - t0
+    methods = [k for k in METHODS if not (k == "apg" and m > args.apg_max)]
     runs = {}
-    for name in METHODS:
-        if name == "apg" and m > args.apg_max:
-            continue
-        svt, mom, label = SOLVERS[name]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            res = proximal_completion(
-                problem,
-                lam,
-                svt=svt,
-                momentum=mom,
-                tol=args.tol,
-                max_iter=args.max_iter,
-                random_state=rep,
-                name=label,
-            )
+    for name, (label, res, pp, pp_time) in solve_each(
+        problem, lam, methods, tol=args.tol, max_iter=args.max_iter, seed=rep
+    ).items():
         U, s, V = res.x
-        t1 = time.perf_counter()
-        pp = postprocess(problem, U, s, V)
-        pp_time = time.perf_counter() - t1
         runs[name] = dict(
             label=label,
             history=res.history,
@@ -216,27 +188,7 @@ def main():
         "completion_synthetic", args.out, cfg, dict(summary=summary, runs=out), table
     )
     if not args.no_plots:
-        plot(out, sizes, args.out)
-
-
-def plot(out, sizes, folder):
-    plt = common.figure()
-    fig, axes = plt.subplots(
-        2, len(sizes), figsize=(4.5 * len(sizes), 7), squeeze=False
-    )
-    for j, m in enumerate(sizes):
-        r = next(x for x in out if x["m"] == m)
-        for run in r["runs"].values():
-            h = run["history"]
-            gap = np.maximum((h["objective"] - r["f_star"]) / abs(r["f_star"]), 1e-12)
-            axes[0, j].semilogy(h["time"], gap, label=run["label"])
-            axes[1, j].semilogy(h["iteration"], gap, label=run["label"])
-        axes[0, j].set(title=f"m = {m}", xlabel="seconds", ylabel="(F - F*) / F*")
-        axes[1, j].set(xlabel="iterations", ylabel="(F - F*) / F*")
-        axes[0, j].set_xscale("log")
-    axes[0, 0].legend()
-    fig.tight_layout()
-    fig.savefig(f"{folder}/completion_synthetic.png", dpi=110)
+        plot_gaps(out, sizes, f"{args.out}/completion_synthetic.png")
 
 
 if __name__ == "__main__":

@@ -16,20 +16,13 @@ objective any method found), with ratios to AIS-Impute from the same run.
 
 from __future__ import annotations
 
-import time
-import warnings
-
 import numpy as np
 
 import common
-from completion_synthetic import GAP, time_to_gap
-from embedopt import ConvergenceWarning
+from completion_common import GAP, plot_gaps, solve_each, time_to_gap
 from embedopt.completion import (
-    SOLVERS,
     CompletionProblem,
     lambda_path,
-    postprocess,
-    proximal_completion,
 )
 from embedopt.data import make_low_rank_tensor, split_entries
 
@@ -64,23 +57,9 @@ def run_one(m, rep, args):
     path = lambda_path(problem, postprocess=True, random_state=rep, n_lambdas=25)
     lam = path.best_lambda
     runs = {}
-    for name in METHODS:
-        svt, mom, label = SOLVERS[name]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            res = proximal_completion(
-                problem,
-                lam,
-                svt=svt,
-                momentum=mom,
-                tol=args.tol,
-                max_iter=args.max_iter,
-                random_state=rep,
-                name=label,
-            )
-        t1 = time.perf_counter()
-        pp = postprocess(problem, res.x)
-        pp_time = time.perf_counter() - t1
+    for name, (label, res, pp, pp_time) in solve_each(
+        problem, lam, METHODS, tol=args.tol, max_iter=args.max_iter, seed=rep
+    ).items():
         runs[name] = dict(
             label=label,
             history=res.history,
@@ -176,26 +155,7 @@ def main():
         table,
     )
     if not args.no_plots:
-        plt = common.figure()
-        fig, axes = plt.subplots(
-            2, len(sizes), figsize=(4.5 * len(sizes), 7), squeeze=False
-        )
-        for j, m in enumerate(sizes):
-            r = next(x for x in out if x["m"] == m)
-            for run in r["runs"].values():
-                h = run["history"]
-                gap = np.maximum(
-                    (h["objective"] - r["f_star"]) / abs(r["f_star"]), 1e-12
-                )
-                axes[0, j].semilogy(h["time"], gap, label=run["label"])
-                axes[1, j].semilogy(h["iteration"], gap, label=run["label"])
-            axes[0, j].set(
-                title=f"m = {m}", xlabel="seconds", ylabel="(F - F*)/F*", xscale="log"
-            )
-            axes[1, j].set(xlabel="iterations", ylabel="(F - F*)/F*")
-        axes[0, 0].legend()
-        fig.tight_layout()
-        fig.savefig(f"{args.out}/completion_tensor.png", dpi=110)
+        plot_gaps(out, sizes, f"{args.out}/completion_tensor.png")
 
 
 if __name__ == "__main__":
