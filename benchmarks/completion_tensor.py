@@ -19,7 +19,13 @@ from __future__ import annotations
 import numpy as np
 
 import common
-from completion_common import GAP, plot_gaps, solve_each, time_to_gap
+from completion_common import (
+    GAP,
+    plot_gaps,
+    reference_objective,
+    solve_each,
+    time_to_gap,
+)
 from embedopt.completion import (
     CompletionProblem,
     lambda_path,
@@ -56,9 +62,18 @@ def run_one(m, rep, args):
 
     path = lambda_path(problem, postprocess=True, random_state=rep, n_lambdas=25)
     lam = path.best_lambda
+    f_ref = reference_objective(problem, lam, rep)
     runs = {}
     for name, (label, res, pp, pp_time) in solve_each(
-        problem, lam, METHODS, tol=args.tol, max_iter=args.max_iter, seed=rep
+        problem,
+        lam,
+        METHODS,
+        tol=args.tol,
+        max_iter=args.max_iter,
+        time_limit=args.time_limit,
+        seed=rep,
+        f_star=f_ref,
+        stop_gap=GAP / 10,
     ).items():
         runs[name] = dict(
             label=label,
@@ -71,7 +86,7 @@ def run_one(m, rep, args):
             pp_time=pp_time,
             objective=float(res.history["objective"][-1]),
         )
-    f_star = min(r["objective"] for r in runs.values())
+    f_star = min([f_ref] + [r["objective"] for r in runs.values()])
     for r in runs.values():
         r["time_to_final"], r["iters_to_final"] = time_to_gap(r["history"], f_star)
     return dict(
@@ -85,6 +100,12 @@ def main():
     p.add_argument("--reps", type=int, default=None)
     p.add_argument("--tol", type=float, default=1e-8)
     p.add_argument("--max-iter", type=int, default=3000)
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=600.0,
+        help="solver seconds after which a method is stopped",
+    )
     args = p.parse_args()
     common.setup(args)
     sizes = args.sizes or ([125, 500] if args.quick else [125, 500, 2000])
