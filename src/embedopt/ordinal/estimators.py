@@ -51,18 +51,22 @@ _SOLVER_PARAMS = {
 }
 
 
+# The function of each solver, by attribute name: looked up in this module
+# at call time, so that a solver can be wrapped (the contract tests spy on
+# the arguments that reach it) without touching the SOLVERS registry.
+_SOLVER_FUNCTIONS = {
+    "svrg_sbb": "svrg_sbb",
+    "svrg_sbb_pl": "svrg_sbb_pl",
+    "svrg": "svrg",
+    "sgd": "sgd",
+    "gd": "batch_gd",
+    "cvx": "projected_gd",
+}
+_IMPORTED = (svrg_sbb, svrg_sbb_pl, svrg, sgd, batch_gd, projected_gd)
+
+
 def _solver_function(name: str):
-    # Looked up in this module's namespace at call time, so a solver can be
-    # wrapped (e.g. by the contract tests' spies) without touching SOLVERS.
-    functions = {
-        "svrg_sbb": svrg_sbb,
-        "svrg_sbb_pl": svrg_sbb_pl,
-        "svrg": svrg,
-        "sgd": sgd,
-        "gd": batch_gd,
-        "cvx": projected_gd,
-    }
-    return globals()[functions[name].__name__]
+    return globals()[_SOLVER_FUNCTIONS[name]]
 
 
 class OrdinalEmbedding(BaseEstimator):

@@ -215,7 +215,7 @@ class SOELoss(OrdinalLoss):
     ``ell = max(0, sqrt(d_near) + margin - sqrt(d_far))^2`` on *Euclidean*
     (not squared) distances, with SOE's default margin 0.1. With
     ``h = max(0, .)``: ``a = h / sqrt(d_near)``, ``c = -h / sqrt(d_far)``; the
-    square roots are floored at machine epsilon, so the gradient
+    distances are floored at machine epsilon, so the gradient
     ``2 h (x_i - x_j) / ||x_i - x_j||`` stays bounded and finite when two
     points coincide.
 
@@ -230,18 +230,23 @@ class SOELoss(OrdinalLoss):
         self.margin = float(margin)
 
     def _hinge(self, d_near, d_far):
-        r_near = torch.sqrt(torch.clamp(d_near, min=0))
-        r_far = torch.sqrt(torch.clamp(d_far, min=0))
-        return torch.relu(r_near + self.margin - r_far), r_near, r_far
+        # sqrt(max(d, eps^2)) as d * rsqrt(d): torch's sqrt/pow/exp/log kernels
+        # can take ~10 ms on tiny tensors with several intra-op threads on a
+        # busy CPU, rsqrt does not; the floor changes a distance by <= eps.
+        floor = _floor(d_near) ** 2
+        inv_near = torch.rsqrt(torch.clamp(d_near, min=floor))
+        inv_far = torch.rsqrt(torch.clamp(d_far, min=floor))
+        r_near = torch.clamp(d_near, min=floor) * inv_near
+        r_far = torch.clamp(d_far, min=floor) * inv_far
+        return torch.relu(r_near + self.margin - r_far), inv_near, inv_far
 
     def value(self, d_near, d_far):
         h, _, _ = self._hinge(d_near, d_far)
         return h * h
 
     def partials(self, d_near, d_far):
-        h, r_near, r_far = self._hinge(d_near, d_far)
-        tiny = _floor(d_near)
-        return h / torch.clamp(r_near, min=tiny), -h / torch.clamp(r_far, min=tiny)
+        h, inv_near, inv_far = self._hinge(d_near, d_far)
+        return h * inv_near, -h * inv_far
 
 
 #: Losses by name.

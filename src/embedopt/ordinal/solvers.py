@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 #: Default SBB epsilon (relative to the curvature of the *mean* loss).
-DEFAULT_EPSILON = 1e-3
+DEFAULT_EPSILON = 1e-2
 #: Default mini-batch size b.
 DEFAULT_BATCH_SIZE = 100
 #: Standard deviation of the random initial embedding.
