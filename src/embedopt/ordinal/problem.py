@@ -8,6 +8,7 @@ gradient-descent loops of :mod:`embedopt.optim` solve it.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,10 @@ from .losses import get_loss
 __all__ = ["OrdinalProblem", "setup"]
 
 _CHUNK = 1 << 19  # comparisons per chunk of a full pass (bounds the memory)
+
+# torch warns that CSR support is "beta" on every construction; CSR @ dense,
+# the only operation used here, is stable and tested (as in linalg.sparse).
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
 
 
 class OrdinalProblem:
