@@ -135,6 +135,7 @@ CASES = [
             {"output": "random"},
             {"solver": "svrg_sbb_pl", "module_epochs": 2},
             {"epsilon": 0.0},
+            {"epsilon": 0.02, "relative_epsilon": False},
             {"batch_size": 1, "update_frequency": 200},
             {"learning_rate": 1.0},
             {"solver": "sgd", "decay": 0.5},
@@ -152,6 +153,7 @@ CASES = [
                 "svrg_sbb",
                 {
                     "epsilon": (0.05, "epsilon"),
+                    "relative_epsilon": (False, "relative_epsilon"),
                     "batch_size": (7, "batch_size"),
                     "update_frequency": (300, "update_frequency"),
                     "learning_rate": (2.0, "learning_rate"),

@@ -83,6 +83,12 @@ def _add_complete(sub) -> None:
     )
     p.add_argument("--postprocess", default="auto", choices=["auto", "yes", "no"])
     p.add_argument("--max-iter", type=int, default=500)
+    _add_run_options(p, "iteration")
+    p.set_defaults(func=_run_complete)
+
+
+def _add_run_options(p, unit: str) -> None:
+    """Options every command shares: tolerance, seed, device, dtype, output."""
     p.add_argument("--tol", type=float, default=1e-4)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
@@ -91,10 +97,9 @@ def _add_complete(sub) -> None:
         "--every",
         type=int,
         default=0,
-        help="print every N-th iteration (default: about 15 rows)",
+        help=f"print every N-th {unit} (default: about 15 rows)",
     )
     p.add_argument("--json", default=None, help="also write the results to this file")
-    p.set_defaults(func=_run_complete)
 
 
 def _load(args):
@@ -336,7 +341,17 @@ def _add_ordinal(sub) -> None:
     p.add_argument("--loss", default="ste", choices=sorted(LOSSES))
     p.add_argument("--solver", default="svrg_sbb", choices=sorted(SOLVERS))
     p.add_argument("--batch-size", type=int, default=None)
-    p.add_argument("--epsilon", type=float, default=None, help="SBB epsilon")
+    p.add_argument(
+        "--epsilon",
+        type=float,
+        default=None,
+        help="SBB epsilon (in units of r / n_objects unless --absolute-epsilon)",
+    )
+    p.add_argument(
+        "--absolute-epsilon",
+        action="store_true",
+        help="use --epsilon as the absolute epsilon of eq. (17)",
+    )
     p.add_argument(
         "--update-frequency",
         type=int,
@@ -347,17 +362,7 @@ def _add_ordinal(sub) -> None:
         "--learning-rate", default="auto", help="first/fixed step, or 'auto'"
     )
     p.add_argument("--max-iter", type=int, default=30, help="epochs (default: 30)")
-    p.add_argument("--tol", type=float, default=1e-4)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
-    p.add_argument("--dtype", default="float32", choices=["float32", "float64"])
-    p.add_argument(
-        "--every",
-        type=int,
-        default=0,
-        help="print every N-th epoch (default: about 15 rows)",
-    )
-    p.add_argument("--json", default=None, help="also write the results to this file")
+    _add_run_options(p, "epoch")
     p.set_defaults(func=_run_ordinal)
 
 
@@ -425,6 +430,7 @@ def _run_ordinal(args) -> int:
         loss=args.loss,
         solver=args.solver,
         update_frequency=args.update_frequency,
+        relative_epsilon=not args.absolute_epsilon,
         learning_rate=lr,
         max_iter=args.max_iter,
         tol=args.tol,

@@ -121,8 +121,20 @@ def test_lazy_svrg_matches_the_dense_update_on_ordinal_losses(small):
 
 
 def test_sbb0_and_step_bounds(small):
-    res = svrg_sbb(small.train, 2, epsilon=0.05, max_iter=8, tol=0, random_state=0)
+    res = svrg_sbb(
+        small.train,
+        2,
+        epsilon=0.05,
+        relative_epsilon=False,
+        max_iter=8,
+        tol=0,
+        random_state=0,
+    )
     assert np.all(res.history["step_size"][1:] <= 1 / 0.05 + 1e-9)  # eq. (15)
+    # relative epsilon: in units of 3 / n_objects for triplets
+    rel = svrg_sbb(small.train, 2, epsilon=0.5, max_iter=8, tol=0, random_state=0)
+    assert rel.info["epsilon"] == pytest.approx(0.5 * 3 / 30)
+    assert np.all(rel.history["step_size"][1:] <= 30 / (3 * 0.5) + 1e-9)
     res0 = svrg_sbb(small.train, 2, epsilon=0.0, max_iter=5, tol=0, random_state=0)
     assert np.isfinite(res0.history["objective"]).all()
 

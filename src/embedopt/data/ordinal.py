@@ -19,7 +19,8 @@ __all__ = [
 ]
 
 
-def _distances(points, distances) -> np.ndarray:
+def _check_inputs(points, distances) -> tuple[np.ndarray, bool]:
+    """The points (n, d) or the distance matrix (n, n), and which one it is."""
     if (points is None) == (distances is None):
         raise InvalidParameterError(
             "Give exactly one of 'points' (an (n, d) array) and 'distances' (an "
@@ -31,9 +32,9 @@ def _distances(points, distances) -> np.ndarray:
             raise DataValidationError(
                 f"points must be an (n, d) array with n >= 3; got shape {P.shape}."
             )
-        sq = (P * P).sum(1)
-        D = sq[:, None] + sq[None, :] - 2.0 * (P @ P.T)
-        return np.maximum(D, 0.0)
+        if not np.isfinite(P).all():
+            raise DataValidationError("points contain NaN or infinite values.")
+        return P, True
     D = np.asarray(distances, dtype=np.float64)
     if D.ndim != 2 or D.shape[0] != D.shape[1] or D.shape[0] < 3:
         raise DataValidationError(
@@ -42,15 +43,27 @@ def _distances(points, distances) -> np.ndarray:
         )
     if not np.isfinite(D).all():
         raise DataValidationError("distances contain NaN or infinite values.")
-    return D
+    return D, False
 
 
-def _orient_by(D: np.ndarray, T: np.ndarray) -> np.ndarray:
+def _pair_distances(data, is_points, a, b, chunk=1 << 20) -> np.ndarray:
+    # From points, per pair in chunks: an n x n matrix is never formed, so
+    # 10^5 objects and 10^7 triplets fit in memory.
+    if not is_points:
+        return data[a, b]
+    out = np.empty(a.shape[0])
+    for s in range(0, a.shape[0], chunk):
+        diff = data[a[s : s + chunk]] - data[b[s : s + chunk]]
+        out[s : s + chunk] = np.einsum("ij,ij->i", diff, diff)
+    return out
+
+
+def _orient_by(data, is_points, T: np.ndarray) -> np.ndarray:
     """Swap j and k where d(i, k) < d(i, j); drop exact ties (no answer exists)."""
-    dij = D[T[:, 0], T[:, 1]]
-    dik = D[T[:, 0], T[:, 2]]
-    T = T[dij != dik]
-    swap = D[T[:, 0], T[:, 1]] > D[T[:, 0], T[:, 2]]
+    dij = _pair_distances(data, is_points, T[:, 0], T[:, 1])
+    dik = _pair_distances(data, is_points, T[:, 0], T[:, 2])
+    keep = dij != dik
+    T, swap = T[keep], (dij > dik)[keep]
     T[swap, 1], T[swap, 2] = T[swap, 2], T[swap, 1].copy()
     return T
 
@@ -108,10 +121,11 @@ def make_random_triplets(
             "The 'n_triplets' parameter of make_random_triplets must be an int in "
             f"[1, inf). Got {n_triplets!r}."
         )
-    D = _distances(points, distances)
+    data, is_points = _check_inputs(points, distances)
+    n = data.shape[0]
     rng = resolve_random_state(random_state, "make_random_triplets").numpy
-    T = _orient_by(D, _distinct_triples(D.shape[0], int(n_triplets), rng))
-    comps = Comparisons(T, n_objects=D.shape[0], validate=False)
+    T = _orient_by(data, is_points, _distinct_triples(n, int(n_triplets), rng))
+    comps = Comparisons(T, n_objects=n, validate=False)
     return flip_comparisons(comps, flip_rate, random_state=rng) if flip_rate else comps
 
 
@@ -130,14 +144,14 @@ def make_all_triplets(points=None, *, distances=None) -> Comparisons:
     -------
     Comparisons
     """
-    D = _distances(points, distances)
-    n = D.shape[0]
+    data, is_points = _check_inputs(points, distances)
+    n = data.shape[0]
     j, k = np.triu_indices(n, 1)
     i = np.repeat(np.arange(n), j.size)
     j, k = np.tile(j, n), np.tile(k, n)
     keep = (i != j) & (i != k)
     T = np.stack([i[keep], j[keep], k[keep]], axis=1).astype(np.int64)
-    return Comparisons(_orient_by(D, T), n_objects=n, validate=False)
+    return Comparisons(_orient_by(data, is_points, T), n_objects=n, validate=False)
 
 
 def flip_comparisons(

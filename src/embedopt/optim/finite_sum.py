@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-__all__ = ["FiniteSum"]
+__all__ = ["FiniteSum", "record_epoch"]
 
 
 @runtime_checkable
@@ -52,3 +52,25 @@ class FiniteSum(Protocol):
     ) -> torch.Tensor:
         """Weighted sum over points of the batch's gradient rows, shape (b r, p)."""
         ...
+
+
+def record_epoch(monitor, x, f, g, alpha, evals, n, evaluate=None) -> bool:
+    """Record one epoch of a finite-sum solver in the shared history columns.
+
+    Columns: objective, step_size, grad_evals (cumulative gradient calls),
+    passes (grad_evals / n), grad_norm, and whatever ``evaluate(x)`` returns
+    (computed off the clock). Returns True when the solver must stop.
+    """
+    extra = {}
+    if evaluate is not None:
+        with monitor.paused():
+            extra = dict(evaluate(x))
+    return monitor.record(
+        x,
+        objective=f,
+        step_size=alpha,
+        grad_evals=evals,
+        passes=evals / n,
+        grad_norm=float(g.double().norm()),
+        **extra,
+    )

@@ -13,7 +13,7 @@ import math
 import torch
 
 from .._core import Interval, Options, resolve_random_state, validate_params
-from .finite_sum import FiniteSum
+from .finite_sum import FiniteSum, record_epoch
 from .monitor import IterationMonitor
 from .result import SolverResult
 from .step_sizes import FIXED_STEP_SAFETY, STEP_SIZES, probe_step
@@ -123,6 +123,8 @@ def sgd(
     n = int(problem.n_samples)
     per_epoch = int(samples_per_epoch or n)
     steps = max(1, per_epoch // batch_size)
+    monitor = _monitor(name, max_iter, tol, verbose, callback, owner)
+    monitor.start()  # the probe counts as solver time
     x = x0.detach().clone()
     evals = 0
     if learning_rate == "auto":
@@ -131,7 +133,6 @@ def sgd(
         learning_rate = probe_step(grad, x, g, relative=1.0) / FIXED_STEP_SAFETY
         evals += 2 * n
     rule = STEP_SIZES["inverse_decay"](learning_rate=learning_rate, decay=decay)
-    monitor = _monitor(name, max_iter, tol, verbose, callback, owner)
     per_chunk = max(1, _CHUNK // batch_size)
     for k in monitor:
         alpha = rule.step(k - 1)
@@ -147,18 +148,9 @@ def sgd(
                 Z = x.index_select(0, R).unsqueeze(1)
                 x.index_add_(0, R, problem.row_gradients(Z, batches[j], w))
         evals += steps * batch_size
-        with monitor.paused():
+        with monitor.paused():  # SGD itself never needs f or the full gradient
             f, g = problem.value_and_grad(x)
-            extra = dict(evaluate(x)) if evaluate is not None else {}
-        if monitor.record(
-            x,
-            objective=f,
-            step_size=alpha,
-            grad_evals=evals,
-            passes=evals / n,
-            grad_norm=float(g.double().norm()),
-            **extra,
-        ):
+        if record_epoch(monitor, x, f, g, alpha, evals, n, evaluate):
             break
     return monitor.result(x, batch_size=batch_size)
 
@@ -245,6 +237,8 @@ def gradient_descent(
         },
     )
     n = int(problem.n_samples)
+    monitor = _monitor(name, max_iter, tol, verbose, callback, owner)
+    monitor.start()  # the first gradient and the probe count as solver time
     x = x0.detach().clone()
     f, g = problem.value_and_grad(x)
     evals = n
@@ -258,7 +252,6 @@ def gradient_descent(
     rule = STEP_SIZES[step_size](learning_rate=learning_rate, epsilon=epsilon)
     guard = safeguard and step_size == "constant"
     slack = 100 * torch.finfo(x.dtype).eps
-    monitor = _monitor(name, max_iter, tol, verbose, callback, owner)
     prev_x = prev_g = None
     step = 0
     for _ in monitor:
@@ -280,18 +273,6 @@ def gradient_descent(
             prev_x, prev_g = x, g
             x, f, g = x_new, f_new, g_new
             step += 1
-        extra = {}
-        if evaluate is not None:
-            with monitor.paused():
-                extra = dict(evaluate(x))
-        if monitor.record(
-            x,
-            objective=f,
-            step_size=alpha,
-            grad_evals=evals,
-            passes=evals / n,
-            grad_norm=float(g.double().norm()),
-            **extra,
-        ):
+        if record_epoch(monitor, x, f, g, alpha, evals, n, evaluate):
             break
     return monitor.result(x)

@@ -41,7 +41,7 @@ from .._core import (
     resolve_random_state,
     validate_params,
 )
-from .finite_sum import FiniteSum
+from .finite_sum import FiniteSum, record_epoch
 from .monitor import IterationMonitor
 from .result import SolverResult
 from .step_sizes import FIXED_STEP_SAFETY, STEP_SIZES, StabilizedBB, probe_step
@@ -249,21 +249,6 @@ def svrg(
     n = int(problem.n_samples)
     m = int(update_frequency or n)
     steps = math.ceil(m / batch_size)
-    x = x0.detach().clone()
-    f, g = problem.value_and_grad(x)
-    evals = n
-    if learning_rate == "auto":
-        learning_rate = probe_step(
-            lambda z: problem.value_and_grad(z)[1], x, g, epsilon
-        )
-        evals += n
-    rule = (
-        STEP_SIZES[step_size](learning_rate=learning_rate, epsilon=epsilon)
-        if isinstance(step_size, str)
-        else step_size
-    )
-    want_random = output == "random" or module_epochs is not None
-    reservoir = _Reservoir(rs.numpy) if want_random else None
     monitor = IterationMonitor(
         name,
         max_iter,
@@ -276,6 +261,20 @@ def svrg(
             "learning_rate)"
         ),
     )
+    monitor.start()  # the first full gradient and the probe count as solver time
+    x = x0.detach().clone()
+    f, g = problem.value_and_grad(x)
+    evals = n
+    if learning_rate == "auto":
+        learning_rate = _auto_step(problem, x, g, epsilon, step_size)
+        evals += n
+    rule = (
+        STEP_SIZES[step_size](learning_rate=learning_rate, epsilon=epsilon)
+        if isinstance(step_size, str)
+        else step_size
+    )
+    want_random = output == "random" or module_epochs is not None
+    reservoir = _Reservoir(rs.numpy) if want_random else None
     prev_x = prev_g = None
     for s in monitor:
         dx = None if prev_x is None else x - prev_x
@@ -294,20 +293,8 @@ def svrg(
             reservoir.reset()
         f, g = problem.value_and_grad(x)
         evals += n
-        extra = {}
-        if evaluate is not None:
-            with monitor.paused():
-                extra = dict(evaluate(x))
-        if monitor.record(
-            x,
-            objective=f,
-            step_size=alpha,
-            grad_evals=evals,
-            passes=evals / n,
-            grad_norm=float(g.double().norm()),
-            **extra,
-        ):
+        if record_epoch(monitor, x, f, g, alpha, evals, n, evaluate):
             break
     if output == "random" and reservoir.x is not None:
         x = reservoir.x
-    return monitor.result(x, batch_size=batch_size, update_frequency=m)
+    return monitor.result(x, batch_size=batch_size, update_frequency=m, epsilon=epsilon)

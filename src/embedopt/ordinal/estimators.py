@@ -36,9 +36,16 @@ __all__ = ["OrdinalEmbedding"]
 
 # Which estimator parameters each solver takes besides the common ones.
 _SOLVER_PARAMS = {
-    "svrg_sbb": ("epsilon", "batch_size", "update_frequency", "output"),
+    "svrg_sbb": (
+        "epsilon",
+        "relative_epsilon",
+        "batch_size",
+        "update_frequency",
+        "output",
+    ),
     "svrg_sbb_pl": (
         "epsilon",
+        "relative_epsilon",
         "batch_size",
         "update_frequency",
         "output",
@@ -89,6 +96,10 @@ class OrdinalEmbedding(BaseEstimator):
         Gram-matrix baseline (projected gradient descent, O(n^3) per step).
     epsilon : float
         SBB epsilon (eq. (17)); 0 gives SVRG-SBB_0.
+    relative_epsilon : bool
+        ``epsilon`` in units of the curvature scale ``r / n_objects`` of the
+        mean loss (r objects per comparison), or absolute as in eq. (17);
+        see :func:`~embedopt.ordinal.svrg_sbb`.
     batch_size : int
         b, comparisons per inner step.
     update_frequency : int, optional
@@ -155,6 +166,7 @@ class OrdinalEmbedding(BaseEstimator):
         "loss": [Options(LOSSES), InstanceOf(OrdinalLoss, "an OrdinalLoss instance")],
         "solver": [Options(SOLVERS)],
         "epsilon": [Interval(float, 0, None)],
+        "relative_epsilon": ["boolean"],
         "batch_size": [Interval(int, 1, None)],
         "update_frequency": [Interval(int, 1, None), None],
         "learning_rate": [
@@ -185,6 +197,7 @@ class OrdinalEmbedding(BaseEstimator):
         loss="ste",
         solver="svrg_sbb",
         epsilon=DEFAULT_EPSILON,
+        relative_epsilon=True,
         batch_size=DEFAULT_BATCH_SIZE,
         update_frequency=None,
         learning_rate="auto",
@@ -208,6 +221,7 @@ class OrdinalEmbedding(BaseEstimator):
         self.loss = loss
         self.solver = solver
         self.epsilon = epsilon
+        self.relative_epsilon = relative_epsilon
         self.batch_size = batch_size
         self.update_frequency = update_frequency
         self.learning_rate = learning_rate

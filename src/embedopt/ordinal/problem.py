@@ -71,6 +71,7 @@ class OrdinalProblem:
         self.loss = get_loss(loss)
         self.quadruplets = torch.as_tensor(comps.as_quadruplets(), device=self.device)
         self.n_samples = int(self.quadruplets.shape[0])
+        self.objects_per_comparison = 3 if comps.kind == "triplet" else 4
         self._chunks: dict = {}
 
     # -- FiniteSum ---------------------------------------------------------------
@@ -165,6 +166,17 @@ class OrdinalProblem:
         return torch.stack((g, -g), 2).view(4 * b, p)
 
     # -- helpers -----------------------------------------------------------------
+    @property
+    def curvature_scale(self) -> float:
+        """Typical curvature of the mean loss along one object's row, up to the loss.
+
+        An object takes part in ``r |Q| / n`` of the |Q| comparisons (r = 3
+        for triplets, 4 for quadruplets), so the mean loss weighs its row by
+        ``r / n``: the curvature of f, and the inverse of good step sizes,
+        shrink like 1 / n_objects.
+        """
+        return self.objects_per_comparison / self.n_objects
+
     def error(self, X: torch.Tensor, comparisons: torch.Tensor | None = None) -> float:
         """Triplet error of ``X`` on ``comparisons`` (default: the training ones).
 
