@@ -10,7 +10,7 @@ images, which then query the training set: MAP, Precision@60, Recall@60.
     python benchmarks/ordinal_retrieval.py --quick
     python benchmarks/ordinal_retrieval.py
 
-Writes benchmarks/results/ordinal_retrieval.{json,md}. Needs $EMBEDOPT_DATA
+Writes benchmarks/results/ordinal_retrieval.{json,md,png}. Needs $EMBEDOPT_DATA
 (sklearn-digits/).
 """
 
@@ -52,6 +52,25 @@ def kernel_ridge(Xtr, Ytr, Xte, lam=1e-2):
     Kmat = np.exp(-gamma * D)
     W = np.linalg.solve(Kmat + lam * len(A) * np.eye(len(A)), Ytr)
     return np.exp(-gamma * sq(B, A)) @ W
+
+
+def plot(rows, rates, losses, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(losses), figsize=(4.5 * len(losses), 3.5))
+    axes = np.atleast_1d(axes)
+    for ax, loss in zip(axes, losses, strict=True):
+        labels = sorted({lab for (_, lo, lab) in rows if lo == loss})
+        for lab in labels:
+            ys = [rows.get((r, loss, lab), {}).get("map", np.nan) for r in rates]
+            ax.plot([100 * r for r in rates], ys, marker="o", label=lab)
+        ax.set(title=f"digits, {loss}", xlabel="flipped triplets (%)", ylabel="MAP")
+    axes[-1].legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 def main(argv=None):
@@ -141,6 +160,7 @@ def main(argv=None):
         "wall_seconds": time.perf_counter() - t0,
     }
     path = C.save("ordinal_retrieval", payload, md)
+    plot(rows, rates, losses, C.RESULTS / "ordinal_retrieval.png")
     print(md)
     print(f"wrote {path} ({time.perf_counter() - t0:.0f}s)")
 
