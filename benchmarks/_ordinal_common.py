@@ -183,3 +183,8 @@ def fmt(x, digits=3) -> str:
     if x is None or (isinstance(x, float) and not np.isfinite(x)):
         return "-"
     return f"{x:.{digits}f}"
+
+
+def md(text: str) -> str:
+    """Escape the pipes of a label (e.g. m=|Q|/4) inside a Markdown table."""
+    return text.replace("|", "\\|")

@@ -205,7 +205,8 @@ def main(argv=None):
         if cb_t and np.isfinite(cb_t) and np.isfinite(r["time_to_target"]):
             ratio = f" ({cb_t / r['time_to_target']:.1f}x vs cblearn)"
         lines.append(
-            f"| {label} | {C.fmt(r['time_to_target'], 1)}{ratio} | "
+            f"| {C.md(label)} | "
+            f"{C.fmt(r['time_to_target'], 1)}{ratio} | "
             f"{C.fmt(r['final_error'])} | {C.fmt(r['seconds'], 1)} |"
         )
     if big:

@@ -136,7 +136,8 @@ def markdown(rows, trials, epochs) -> str:
                 else "-"
             )
             lines.append(
-                f"| {label} | {s['reached']}/{s['trials']} | {C.fmt(s.get('min'))} | "
+                f"| {C.md(label)} | {s['reached']}/{s['trials']} | "
+                f"{C.fmt(s.get('min'))} | "
                 f"{C.fmt(s.get('median'))} | {C.fmt(s.get('mean'))} | "
                 f"{C.fmt(s.get('max'))} | {C.fmt(s.get('std'))} | "
                 f"{C.fmt(float(np.nanmean(r['final'])))} | {ratio} |"
