@@ -57,3 +57,44 @@ def test_no_command_prints_help(capsys):
 def test_complete_movielens_100k(capsys):
     assert main(["complete", "--data", "movielens-100k"]) == 0
     assert "test rmse" in capsys.readouterr().out
+
+
+def test_ordinal_synthetic_smoke(capsys, tmp_path):
+    out = tmp_path / "o.json"
+    argv = ["ordinal", "--n-objects", "30", "--dims", "2", "--n-train", "1500"]
+    argv += ["--n-test", "500", "--max-iter", "8", "--json", str(out)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "held-out triplet error" in text and "objective" in text
+    res = json.loads(out.read_text())
+    assert res["test_error"] < 0.15 and len(res["history"]["val_error"]) == 8
+
+
+def test_ordinal_csv_and_help(capsys, tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    P = rng.normal(size=(12, 2))
+    T = rng.integers(0, 12, size=(600, 3))
+    T = T[(T[:, 0] != T[:, 1]) & (T[:, 0] != T[:, 2]) & (T[:, 1] != T[:, 2])]
+    d = lambda a, b: ((P[a] - P[b]) ** 2).sum(1)  # noqa: E731
+    swap = d(T[:, 0], T[:, 1]) > d(T[:, 0], T[:, 2])
+    T[swap] = T[swap][:, [0, 2, 1]]
+    csv = tmp_path / "t.csv"
+    csv.write_text("i,j,k\n" + "\n".join(",".join(map(str, t)) for t in T))
+    argv = ["ordinal", "--data", str(csv), "--solver", "gd", "--max-iter", "5"]
+    assert main(argv) == 0
+    assert "held-out triplet error" in capsys.readouterr().out
+    r = subprocess.run(
+        [sys.executable, "-m", "embedopt", "ordinal", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "--solver" in r.stdout and "SVRG-SBB" in r.stdout
+
+
+@requires_dataset("music-aset400-triplets")
+def test_ordinal_music(capsys):
+    assert main(["ordinal", "--data", "music", "--max-iter", "3"]) == 0
+    assert "held-out triplet error" in capsys.readouterr().out

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import embedopt.completion.estimators as mc_module
+import embedopt.ordinal.estimators as oe_module
 from embedopt._core import (
     DataValidationError,
     InvalidParameterError,
@@ -23,7 +24,10 @@ from embedopt._core import (
     clone,
 )
 from embedopt.completion import SOLVERS, MatrixCompletion, TensorCompletion
-from embedopt.data import make_low_rank_tensor
+from embedopt.data import make_low_rank_tensor, make_planted_embedding
+from embedopt.ordinal import LOSSES as OE_LOSSES
+from embedopt.ordinal import SOLVERS as OE_SOLVERS
+from embedopt.ordinal import OrdinalEmbedding
 from tests.conftest import random_entries
 
 
@@ -44,6 +48,11 @@ class EstimatorCase:
 def _mc_data():
     entries, _, _ = random_entries(m=24, n=18, rank=2, frac=0.6)
     return (entries,)
+
+
+def _oe_data():
+    prob = make_planted_embedding(20, 2, n_train=600, n_test=10, random_state=0)
+    return (prob.train.indices,)
 
 
 CASES = [
@@ -109,6 +118,72 @@ CASES = [
             ((([0, -1], [0, 0], [1.0, 2.0]),), DataValidationError, "negative"),
             ((([0, 0], [0, 0], [1.0, 2.0]),), DataValidationError, "duplicate"),
             ((([0, 1], [0, 1], [1.0, np.inf]),), DataValidationError, "infinite"),
+            (("text",), DataValidationError, "cannot read"),
+        ],
+    ),
+    EstimatorCase(
+        name="OrdinalEmbedding",
+        make=lambda **kw: OrdinalEmbedding(
+            **{"n_components": 2, "random_state": 0, "max_iter": 5, **kw}
+        ),
+        fit_args=_oe_data,
+        output=lambda est, args: est.transform(),
+        fitted_attr="embedding_",
+        options=[{"solver": s} for s in OE_SOLVERS]
+        + [{"loss": loss} for loss in OE_LOSSES]
+        + [
+            {"output": "random"},
+            {"solver": "svrg_sbb_pl", "module_epochs": 2},
+            {"epsilon": 0.0},
+            {"epsilon": 0.02, "relative_epsilon": False},
+            {"batch_size": 1, "update_frequency": 200},
+            {"learning_rate": 1.0},
+            {"solver": "sgd", "decay": 0.5},
+            {"solver": "cvx", "lam": 0.01},
+            {"loss": "ckl", "mu": 0.5},
+            {"loss": "tste", "alpha": 3.0},
+            {"loss": "gnmds", "margin": 0.5},
+            {"init_scale": 1.0},
+            {"dtype": "float64"},
+            {"verbose": 1},
+        ],
+        wiring=[
+            (
+                oe_module,
+                "svrg_sbb",
+                {
+                    "epsilon": (0.05, "epsilon"),
+                    "relative_epsilon": (False, "relative_epsilon"),
+                    "batch_size": (7, "batch_size"),
+                    "update_frequency": (300, "update_frequency"),
+                    "learning_rate": (2.0, "learning_rate"),
+                    "max_iter": (3, "max_iter"),
+                    "tol": (1e-3, "tol"),
+                    "output": ("random", "output"),
+                    "init_scale": (0.05, "init_scale"),
+                    "dtype": ("float64", "dtype"),
+                    "verbose": (0, "verbose"),
+                },
+            ),
+        ],
+        bad_params=[
+            {"n_components": 0},
+            {"loss": "hinge"},
+            {"solver": "adam"},
+            {"epsilon": -1.0},
+            {"batch_size": 0},
+            {"max_iter": 0},
+            {"output": "best"},
+            {"init_scale": 0.0},
+            {"dtype": "int32"},
+            {"device": "tpu"},
+            {"random_state": "x"},
+        ],
+        bad_inputs=[
+            (([[0, -1, 2]],), DataValidationError, "negative"),
+            (([[0, 1.5, 2]],), DataValidationError, "integers"),
+            (([[0, 1]],), DataValidationError, "shape"),
+            ((np.zeros((0, 3), dtype=int),), DataValidationError, "empty"),
             (("text",), DataValidationError, "cannot read"),
         ],
     ),

@@ -4,12 +4,16 @@ Subpackages
 -----------
 completion
     Matrix completion with AIS-Impute and its baselines.
+ordinal
+    Ordinal embedding from triplet/quadruplet comparisons with SVRG-SBB and
+    its baselines.
 data
     Containers, splits, synthetic generators and dataset loaders.
 linalg
     Sparse patterns, structured operators, singular value thresholding.
 optim
-    Solver results, progress, stopping rules, momentum, L-BFGS.
+    Solver results, progress, stopping rules, momentum, L-BFGS, step-size
+    rules, SVRG / SGD / gradient descent for finite sums.
 metrics
     Error metrics.
 """

@@ -1,0 +1,76 @@
+"""The finite-sum problem protocol shared by the stochastic solvers.
+
+``f(x) = (1/n) sum_i f_i(x)`` (Ma et al., eq. (9)) where ``x`` is a matrix
+whose rows are parameters (e.g. an embedding, one row per object) and each
+``f_i`` touches only a few rows. Solvers never look inside a problem; they
+call the four members below, so one SVRG / SGD loop serves every family.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import torch
+
+__all__ = ["FiniteSum", "record_epoch"]
+
+
+@runtime_checkable
+class FiniteSum(Protocol):
+    """What :func:`~embedopt.optim.svrg` and :func:`~embedopt.optim.sgd` need.
+
+    Attributes
+    ----------
+    n_samples : int
+        n, the number of terms ``f_i``.
+
+    Notes
+    -----
+    ``rows(batches)`` receives a (k, b) tensor of sample indices (k
+    mini-batches of b samples) and returns a (k, b r) tensor: for each
+    mini-batch, the rows its samples touch, r per sample, repeats allowed.
+    ``row_gradients(Z, batch, weights)`` receives ``Z`` of shape
+    (b r, S, p), the rows of ``rows`` (for one mini-batch) at S points, and
+    returns ``sum_s weights[s] * grad_rows sum_{i in batch} f_i(Z[:, s])`` of
+    shape (b r, p), to be scattered-added to those rows. Evaluating several
+    points at once (S = 2 for SVRG's ``x_t`` and snapshot) halves the kernel
+    launches of an inner step.
+    """
+
+    n_samples: int
+
+    def value_and_grad(self, x: torch.Tensor) -> tuple[float, torch.Tensor]:
+        """Mean objective ``f(x)`` and its gradient (same shape as x)."""
+        ...
+
+    def rows(self, batches: torch.Tensor) -> torch.Tensor:
+        """Rows touched by each mini-batch, shape (k, b r)."""
+        ...
+
+    def row_gradients(
+        self, Z: torch.Tensor, batch: torch.Tensor, weights: torch.Tensor
+    ) -> torch.Tensor:
+        """Weighted sum over points of the batch's gradient rows, shape (b r, p)."""
+        ...
+
+
+def record_epoch(monitor, x, f, g, alpha, evals, n, evaluate=None) -> bool:
+    """Record one epoch of a finite-sum solver in the shared history columns.
+
+    Columns: objective, step_size, grad_evals (cumulative gradient calls),
+    passes (grad_evals / n), grad_norm, and whatever ``evaluate(x)`` returns
+    (computed off the clock). Returns True when the solver must stop.
+    """
+    extra = {}
+    if evaluate is not None:
+        with monitor.paused():
+            extra = dict(evaluate(x))
+    return monitor.record(
+        x,
+        objective=f,
+        step_size=alpha,
+        grad_evals=evals,
+        passes=evals / n,
+        grad_norm=float(g.double().norm()),
+        **extra,
+    )

@@ -1,0 +1,278 @@
+"""Plain first-order baselines for finite sums: SGD and batch gradient descent.
+
+Both use the step-size rules of :mod:`embedopt.optim.step_sizes` (unit: a
+full-gradient step on the mean objective) and report the same budget column
+as :func:`~embedopt.optim.svrg` (``grad_evals``, ``passes``), so that all
+methods can be compared per gradient call (Ma et al., Sec. 5.1).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .._core import Interval, Options, resolve_random_state, validate_params
+from .finite_sum import FiniteSum, record_epoch
+from .monitor import IterationMonitor
+from .result import SolverResult
+from .step_sizes import FIXED_STEP_SAFETY, STEP_SIZES, probe_step
+
+__all__ = ["gradient_descent", "sgd"]
+
+_CHUNK = 1 << 20
+_MAX_HALVINGS = 40  # of a fixed step that increases the objective (safeguard)
+
+_COMMON = {
+    "learning_rate": [Interval(float, 0, None, closed="neither"), Options(["auto"])],
+    "max_iter": [Interval(int, 1, None)],
+    "tol": [Interval(float, 0, None)],
+    "verbose": [Interval(int, 0, None), "boolean"],
+    "callback": ["callable", None],
+    "evaluate": ["callable", None],
+}
+
+
+def _monitor(name, max_iter, tol, verbose, callback, owner):
+    return IterationMonitor(
+        name,
+        max_iter,
+        tol,
+        verbose=verbose,
+        callback=callback,
+        owner=owner or name,
+        nonfinite_hint="the step size is too large (lower learning_rate)",
+    )
+
+
+def sgd(
+    problem: FiniteSum,
+    x0: torch.Tensor,
+    *,
+    learning_rate="auto",
+    decay: float = 1.0,
+    batch_size: int = 1,
+    samples_per_epoch: int | None = None,
+    max_iter: int = 100,
+    tol: float = 1e-4,
+    evaluate=None,
+    random_state=None,
+    verbose: int = 0,
+    callback=None,
+    name: str = "SGD",
+    owner: str | None = None,
+) -> SolverResult:
+    """Mini-batch SGD with a decaying step ``alpha_k = alpha_0 / (1 + decay k)``.
+
+    Each inner step draws b samples with replacement and moves by
+    ``alpha_k b / n`` along their mean gradient; epoch k has
+    ``samples_per_epoch / b`` steps. Only the touched rows change (O(b p)).
+    The objective in the history is evaluated off the clock and off the
+    budget (SGD itself never needs it).
+
+    Parameters
+    ----------
+    problem : FiniteSum
+    x0 : torch.Tensor
+    learning_rate : float or "auto"
+        alpha_0; ``"auto"`` probes the curvature at x0 with a secant as long
+        as x0, divided by ``FIXED_STEP_SAFETY`` (two gradient calls counted).
+    decay : float
+        >= 0; 0 keeps the step constant.
+    batch_size : int
+    samples_per_epoch : int, optional
+        Gradient calls per epoch (default n); pass ``n + 2 m`` to match an
+        SVRG epoch.
+    max_iter, tol : int, float
+        Epochs, and the relative objective change that stops the run.
+    evaluate : callable, optional
+        ``evaluate(x) -> dict`` of extra history values, off the clock.
+    random_state : None, int or numpy Generator
+    verbose : int
+    callback : callable, optional
+    name : str
+    owner : str, optional
+
+    Returns
+    -------
+    SolverResult
+        History columns as :func:`~embedopt.optim.svrg`.
+    """
+    validate_params(
+        name,
+        dict(
+            learning_rate=learning_rate,
+            decay=decay,
+            batch_size=batch_size,
+            samples_per_epoch=samples_per_epoch,
+            max_iter=max_iter,
+            tol=tol,
+            verbose=verbose,
+            callback=callback,
+            evaluate=evaluate,
+        ),
+        {
+            **_COMMON,
+            "decay": [Interval(float, 0, None)],
+            "batch_size": [Interval(int, 1, None)],
+            "samples_per_epoch": [Interval(int, 1, None), None],
+        },
+    )
+    rs = resolve_random_state(random_state, name)
+    generator = rs.torch(x0.device)
+    n = int(problem.n_samples)
+    per_epoch = int(samples_per_epoch or n)
+    steps = max(1, per_epoch // batch_size)
+    monitor = _monitor(name, max_iter, tol, verbose, callback, owner)
+    monitor.start()  # the probe counts as solver time
+    x = x0.detach().clone()
+    evals = 0
+    if learning_rate == "auto":
+        _, g = problem.value_and_grad(x)
+        grad = lambda z: problem.value_and_grad(z)[1]  # noqa: E731
+        learning_rate = probe_step(grad, x, g, relative=1.0) / FIXED_STEP_SAFETY
+        evals += 2 * n
+    rule = STEP_SIZES["inverse_decay"](learning_rate=learning_rate, decay=decay)
+    per_chunk = max(1, _CHUNK // batch_size)
+    for k in monitor:
+        alpha = rule.step(k - 1)
+        w = torch.tensor([-alpha / n], dtype=x.dtype, device=x.device)
+        for start in range(0, steps, per_chunk):
+            kk = min(per_chunk, steps - start)
+            batches = torch.randint(
+                0, n, (kk, batch_size), generator=generator, device=x.device
+            )
+            rows = problem.rows(batches)
+            for j in range(kk):
+                R = rows[j]
+                Z = x.index_select(0, R).unsqueeze(1)
+                x.index_add_(0, R, problem.row_gradients(Z, batches[j], w))
+        evals += steps * batch_size
+        with monitor.paused():  # SGD itself never needs f or the full gradient
+            f, g = problem.value_and_grad(x)
+        if record_epoch(monitor, x, f, g, alpha, evals, n, evaluate):
+            break
+    return monitor.result(x, batch_size=batch_size)
+
+
+def gradient_descent(
+    problem: FiniteSum,
+    x0: torch.Tensor,
+    *,
+    learning_rate="auto",
+    step_size: str = "constant",
+    epsilon: float = 0.0,
+    steps_per_iteration: int = 1,
+    project=None,
+    safeguard: bool = True,
+    max_iter: int = 100,
+    tol: float = 1e-4,
+    evaluate=None,
+    verbose: int = 0,
+    callback=None,
+    name: str = "GD",
+    owner: str | None = None,
+) -> SolverResult:
+    """Batch (projected) gradient descent ``x <- P(x - alpha grad f(x))``.
+
+    Parameters
+    ----------
+    problem : FiniteSum
+    x0 : torch.Tensor
+    learning_rate : float or "auto"
+        alpha (the first one for adaptive rules); ``"auto"`` probes the
+        curvature at x0 (one gradient call, counted): locally for adaptive
+        rules, by a secant as long as x0 for a fixed step.
+    step_size : {"constant", "sbb", "bb", "inverse_decay"}
+        ``"constant"`` is the paper's batch baseline; ``"sbb"`` gives
+        stabilized-BB gradient descent.
+    epsilon : float
+        For ``"sbb"``.
+    steps_per_iteration : int
+        Gradient steps per recorded iteration (3 matches an SVRG epoch with
+        m = n in gradient calls).
+    project : callable, optional
+        ``project(x) -> x``, the projection P onto the feasible set (identity
+        when omitted); ``x0`` should be feasible.
+    safeguard : bool
+        With a fixed step, halve it (for the rest of the run) whenever a step
+        would make the objective non-finite or increase it; each rejected
+        trial costs a gradient call, counted. A well-chosen step never
+        triggers it; without it a too-large step ends the run with
+        :class:`~embedopt.NumericalInstabilityError`.
+    max_iter, tol : int, float
+    evaluate : callable, optional
+    verbose : int
+    callback : callable, optional
+    name : str
+    owner : str, optional
+
+    Returns
+    -------
+    SolverResult
+        History columns as :func:`~embedopt.optim.svrg`.
+    """
+    validate_params(
+        name,
+        dict(
+            learning_rate=learning_rate,
+            step_size=step_size,
+            epsilon=epsilon,
+            steps_per_iteration=steps_per_iteration,
+            project=project,
+            safeguard=safeguard,
+            max_iter=max_iter,
+            tol=tol,
+            verbose=verbose,
+            callback=callback,
+            evaluate=evaluate,
+        ),
+        {
+            **_COMMON,
+            "step_size": [Options(STEP_SIZES)],
+            "epsilon": [Interval(float, 0, None)],
+            "steps_per_iteration": [Interval(int, 1, None)],
+            "project": ["callable", None],
+            "safeguard": ["boolean"],
+        },
+    )
+    n = int(problem.n_samples)
+    monitor = _monitor(name, max_iter, tol, verbose, callback, owner)
+    monitor.start()  # the first gradient and the probe count as solver time
+    x = x0.detach().clone()
+    f, g = problem.value_and_grad(x)
+    evals = n
+    if learning_rate == "auto":
+        grad = lambda z: problem.value_and_grad(z)[1]  # noqa: E731
+        adaptive = step_size in ("sbb", "bb")
+        learning_rate = probe_step(
+            grad, x, g, epsilon, relative=1e-3 if adaptive else 1.0
+        )
+        evals += n
+    rule = STEP_SIZES[step_size](learning_rate=learning_rate, epsilon=epsilon)
+    guard = safeguard and step_size == "constant"
+    slack = 100 * torch.finfo(x.dtype).eps
+    prev_x = prev_g = None
+    step = 0
+    for _ in monitor:
+        for _ in range(steps_per_iteration):
+            dx = None if prev_x is None else x - prev_x
+            dy = None if prev_g is None else g - prev_g
+            alpha = rule.step(step, dx, dy)
+            for _ in range(_MAX_HALVINGS):
+                x_new = x - alpha * g
+                if project is not None:
+                    x_new = project(x_new)
+                f_new, g_new = problem.value_and_grad(x_new)
+                evals += n
+                # Tolerate rounding-level increases near a stationary point.
+                ok = math.isfinite(f_new) and f_new <= f + slack * abs(f)
+                if not guard or ok:
+                    break
+                alpha = rule.learning_rate = alpha / 2
+            prev_x, prev_g = x, g
+            x, f, g = x_new, f_new, g_new
+            step += 1
+        if record_epoch(monitor, x, f, g, alpha, evals, n, evaluate):
+            break
+    return monitor.result(x)

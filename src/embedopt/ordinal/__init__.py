@@ -1,0 +1,41 @@
+"""Ordinal embedding from triplet / quadruplet comparisons with SVRG-SBB."""
+
+from .convex import GramProblem, embedding_from_gram, project_centered_psd, projected_gd
+from .estimators import OrdinalEmbedding
+from .losses import (
+    LOSSES,
+    CKLLoss,
+    GNMDSLoss,
+    OrdinalLoss,
+    SOELoss,
+    STELoss,
+    TSTELoss,
+    comparison_gradients,
+    get_loss,
+)
+from .problem import OrdinalProblem
+from .solvers import SOLVERS, batch_gd, sgd, svrg, svrg_sbb, svrg_sbb_pl
+
+__all__ = [
+    "LOSSES",
+    "SOLVERS",
+    "CKLLoss",
+    "GNMDSLoss",
+    "GramProblem",
+    "OrdinalEmbedding",
+    "OrdinalLoss",
+    "OrdinalProblem",
+    "SOELoss",
+    "STELoss",
+    "TSTELoss",
+    "batch_gd",
+    "comparison_gradients",
+    "embedding_from_gram",
+    "get_loss",
+    "project_centered_psd",
+    "projected_gd",
+    "sgd",
+    "svrg",
+    "svrg_sbb",
+    "svrg_sbb_pl",
+]

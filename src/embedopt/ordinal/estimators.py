@@ -1,0 +1,409 @@
+"""scikit-learn style estimator for ordinal embedding."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from .._core import (
+    BaseEstimator,
+    DataValidationError,
+    InstanceOf,
+    Interval,
+    Options,
+    check_is_fitted,
+    to_numpy,
+)
+from ..data import as_comparisons
+from ..data.comparisons import _as_comparison_matrix
+from .convex import projected_gd
+from .losses import LOSSES, OrdinalLoss, get_loss
+from .solvers import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_EPSILON,
+    DEFAULT_INIT_SCALE,
+    SOLVERS,
+    batch_gd,
+    sgd,
+    svrg,
+    svrg_sbb,
+    svrg_sbb_pl,
+)
+
+__all__ = ["OrdinalEmbedding"]
+
+# Which estimator parameters each solver takes besides the common ones.
+_SOLVER_PARAMS = {
+    "svrg_sbb": (
+        "epsilon",
+        "relative_epsilon",
+        "batch_size",
+        "update_frequency",
+        "output",
+    ),
+    "svrg_sbb_pl": (
+        "epsilon",
+        "relative_epsilon",
+        "batch_size",
+        "update_frequency",
+        "output",
+        "module_epochs",
+    ),
+    "svrg": ("batch_size", "update_frequency", "output"),
+    "sgd": ("batch_size", "update_frequency", "decay"),
+    "gd": ("update_frequency",),
+    "cvx": ("update_frequency", "lam"),
+}
+
+
+# The function of each solver, by attribute name: looked up in this module
+# at call time, so that a solver can be wrapped (the contract tests spy on
+# the arguments that reach it) without touching the SOLVERS registry.
+_SOLVER_FUNCTIONS = {
+    "svrg_sbb": "svrg_sbb",
+    "svrg_sbb_pl": "svrg_sbb_pl",
+    "svrg": "svrg",
+    "sgd": "sgd",
+    "gd": "batch_gd",
+    "cvx": "projected_gd",
+}
+_IMPORTED = (svrg_sbb, svrg_sbb_pl, svrg, sgd, batch_gd, projected_gd)
+
+
+def _solver_function(name: str):
+    return globals()[_SOLVER_FUNCTIONS[name]]
+
+
+class OrdinalEmbedding(BaseEstimator):
+    """Embedding of objects in R^p from relative comparisons (triplets, quadruplets).
+
+    Learns ``X`` (one row per object) whose squared distances agree with the
+    comparisons "i is closer to j than to k" (triplets ``(i, j, k)``) or "the
+    pair (i, j) is closer than (l, k)" (quadruplets), by minimizing one of the
+    losses of :mod:`embedopt.ordinal.losses` with SVRG-SBB (Ma et al.,
+    Algorithm 1) or one of its baselines.
+
+    Parameters
+    ----------
+    n_components : int
+        p, the embedding dimension.
+    loss : {"ste", "tste", "gnmds", "ckl", "soe"} or OrdinalLoss
+    solver : {"svrg_sbb", "svrg_sbb_pl", "svrg", "sgd", "gd", "cvx"}
+        Algorithm 1, Algorithm 2 (PL variant), SVRG with a fixed step, SGD
+        with a decaying step, batch gradient descent, and the convex
+        Gram-matrix baseline (projected gradient descent, O(n^3) per step).
+    epsilon : float
+        SBB epsilon (eq. (17)); 0 gives SVRG-SBB_0.
+    relative_epsilon : bool
+        ``epsilon`` in units of the curvature scale ``r / n_objects`` of the
+        mean loss (r objects per comparison), or absolute as in eq. (17);
+        see :func:`~embedopt.ordinal.svrg_sbb`.
+    batch_size : int
+        b, comparisons per inner step.
+    update_frequency : int, optional
+        m, comparisons sampled per epoch (default: all, as in the paper); it
+        also sets the budget of an epoch (``|Q| + 2m`` gradient calls) for
+        every solver.
+    learning_rate : float or "auto"
+        First step (SBB) or fixed step (other solvers), in units of a
+        full-gradient step on the mean loss; "auto" measures the curvature
+        at the start.
+    max_iter : int
+        Epochs.
+    tol : float
+        Relative objective change between epochs that stops the solver.
+    output : {"last", "random"}
+        SVRG solvers: last snapshot or a uniformly drawn inner iterate.
+    module_epochs : int
+        Epochs per module of ``solver="svrg_sbb_pl"``.
+    decay : float
+        SGD step decay.
+    lam : float
+        Trace regularization of ``solver="cvx"``.
+    mu : float, optional
+        CKL's mu (default 0.1).
+    alpha : float, optional
+        t-STE's degrees of freedom (default ``max(n_components - 1, 1)``).
+    margin : float, optional
+        GNMDS (default 1) or SOE (default 0.1) margin.
+    init_scale : float
+        Standard deviation of the random initial embedding.
+    random_state : None, int or numpy Generator
+    device : {"auto", "cpu", "cuda"} or torch.device
+    dtype : {"float32", "float64"}
+    verbose : int
+    callback : callable, optional
+        Called once per epoch (see :mod:`embedopt.optim`).
+
+    Attributes
+    ----------
+    embedding_ : numpy.ndarray, shape (n_objects_, n_components)
+    embedding_tensor_ : torch.Tensor
+        The same on the fitting device.
+    n_objects_ : int
+    loss_ : OrdinalLoss
+        The loss with its resolved parameters.
+    history_ : dict of numpy.ndarray
+        Per epoch: objective, time, step_size, grad_evals, passes, grad_norm
+        and, with ``validation``, val_error.
+    n_iter_ : int
+    stop_reason_ : str
+
+    Examples
+    --------
+    >>> from embedopt.data import make_planted_embedding
+    >>> from embedopt.ordinal import OrdinalEmbedding
+    >>> prob = make_planted_embedding(40, 2, n_train=2000, n_test=500, random_state=0)
+    >>> model = OrdinalEmbedding(2, random_state=0, device="cpu").fit(prob.train)
+    >>> model.score(prob.test) > 0.85
+    True
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "n_components": [Interval(int, 1, None)],
+        "loss": [Options(LOSSES), InstanceOf(OrdinalLoss, "an OrdinalLoss instance")],
+        "solver": [Options(SOLVERS)],
+        "epsilon": [Interval(float, 0, None)],
+        "relative_epsilon": ["boolean"],
+        "batch_size": [Interval(int, 1, None)],
+        "update_frequency": [Interval(int, 1, None), None],
+        "learning_rate": [
+            Interval(float, 0, None, closed="neither"),
+            Options(["auto"]),
+        ],
+        "max_iter": [Interval(int, 1, None)],
+        "tol": [Interval(float, 0, None)],
+        "output": [Options(["last", "random"])],
+        "module_epochs": [Interval(int, 1, None)],
+        "decay": [Interval(float, 0, None)],
+        "lam": [Interval(float, 0, None)],
+        "mu": [Interval(float, 0, None), None],
+        "alpha": [Interval(float, 0, None, closed="neither"), None],
+        "margin": [Interval(float, 0, None), None],
+        "init_scale": [Interval(float, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+        "device": ["device"],
+        "dtype": ["dtype"],
+        "verbose": [Interval(int, 0, None), "boolean"],
+        "callback": ["callable", None],
+    }
+
+    def __init__(
+        self,
+        n_components=2,
+        *,
+        loss="ste",
+        solver="svrg_sbb",
+        epsilon=DEFAULT_EPSILON,
+        relative_epsilon=True,
+        batch_size=DEFAULT_BATCH_SIZE,
+        update_frequency=None,
+        learning_rate="auto",
+        max_iter=100,
+        tol=1e-4,
+        output="last",
+        module_epochs=5,
+        decay=1.0,
+        lam=0.0,
+        mu=None,
+        alpha=None,
+        margin=None,
+        init_scale=DEFAULT_INIT_SCALE,
+        random_state=None,
+        device="auto",
+        dtype="float32",
+        verbose=0,
+        callback=None,
+    ):
+        self.n_components = n_components
+        self.loss = loss
+        self.solver = solver
+        self.epsilon = epsilon
+        self.relative_epsilon = relative_epsilon
+        self.batch_size = batch_size
+        self.update_frequency = update_frequency
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.tol = tol
+        self.output = output
+        self.module_epochs = module_epochs
+        self.decay = decay
+        self.lam = lam
+        self.mu = mu
+        self.alpha = alpha
+        self.margin = margin
+        self.init_scale = init_scale
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+        self.verbose = verbose
+        self.callback = callback
+
+    # -- fitting -----------------------------------------------------------------
+    def fit(
+        self, X, y=None, *, n_objects=None, validation=None, init=None
+    ) -> OrdinalEmbedding:
+        """Learn the embedding from comparisons.
+
+        Parameters
+        ----------
+        X : Comparisons or array-like of int, shape (m, 3) or (m, 4)
+            Oriented comparisons (the first pair is the closer one), or
+            comparisons as asked when ``y`` is given.
+        y : array-like of {-1, +1}, shape (m,), optional
+            Responses: +1 when the first pair is the closer one.
+        n_objects : int, optional
+            Number of objects (default: max index + 1).
+        validation : Comparisons or array-like, optional
+            Held-out oriented comparisons whose triplet error is recorded in
+            ``history_["val_error"]`` every epoch (off the clock).
+        init : array-like, shape (n_objects, n_components), optional
+            Initial embedding (default: random ``N(0, init_scale^2)``).
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        owner = type(self).__name__
+        comps = as_comparisons(X, y, n_objects=n_objects, owner=owner)
+        loss = get_loss(
+            self.loss,
+            self.n_components,
+            mu=self.mu,
+            alpha=self.alpha,
+            margin=self.margin,
+        )
+        kwargs = dict(
+            loss=loss,
+            learning_rate=self.learning_rate,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            init=init,
+            init_scale=self.init_scale,
+            validation=validation,
+            random_state=self.random_state,
+            device=self.device,
+            dtype=self.dtype,
+            verbose=self.verbose,
+            callback=self.callback,
+        )
+        kwargs.update({k: getattr(self, k) for k in _SOLVER_PARAMS[self.solver]})
+        result = _solver_function(self.solver)(comps, self.n_components, **kwargs)
+        self.loss_ = loss
+        self.embedding_tensor_ = result.x
+        self.embedding_ = to_numpy(result.x).astype(np.float64)
+        self.n_objects_ = comps.n_objects
+        self.history_ = result.history
+        self.n_iter_ = result.n_iter
+        self.stop_reason_ = result.stop_reason
+        return self
+
+    def fit_transform(self, X, y=None, **fit_params) -> np.ndarray:
+        """Fit, then return ``embedding_``.
+
+        Parameters
+        ----------
+        X, y
+            See :meth:`fit`.
+        **fit_params
+            ``n_objects``, ``validation``, ``init``.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_objects, n_components)
+        """
+        return self.fit(X, y, **fit_params).embedding_
+
+    # -- using the embedding -------------------------------------------------------
+    def transform(self, objects=None) -> np.ndarray:
+        """Coordinates of objects in the learned embedding.
+
+        Parameters
+        ----------
+        objects : array-like of int, optional
+            Object indices (default: all objects, in order).
+
+        Returns
+        -------
+        numpy.ndarray, shape (len(objects), n_components)
+        """
+        check_is_fitted(self, "embedding_")
+        if objects is None:
+            return self.embedding_.copy()
+        idx = np.asarray(objects)
+        if idx.dtype == object or not np.issubdtype(idx.dtype, np.integer):
+            raise DataValidationError(
+                f"objects must be integer indices; got dtype {idx.dtype}."
+            )
+        if idx.size and (idx.min() < 0 or idx.max() >= self.n_objects_):
+            raise DataValidationError(
+                f"object indices must be in [0, {self.n_objects_}); got range "
+                f"[{idx.min()}, {idx.max()}]."
+            )
+        return self.embedding_[idx]
+
+    def decision_function(self, X) -> np.ndarray:
+        """``d(first pair) - d(second pair)`` in the embedding (< 0: first closer).
+
+        Parameters
+        ----------
+        X : Comparisons or array-like of int, shape (m, 3) or (m, 4)
+            Comparisons as asked (not dropped even if degenerate).
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (m,)
+        """
+        check_is_fitted(self, "embedding_")
+        if hasattr(X, "as_quadruplets"):
+            Q = X.as_quadruplets()
+        else:
+            Q = _as_comparison_matrix(X)
+            if Q.shape[1] == 3:
+                Q = Q[:, [0, 1, 0, 2]]
+        if Q.min() < 0 or Q.max() >= self.n_objects_:
+            raise DataValidationError(
+                f"Comparisons index objects outside [0, {self.n_objects_}), the "
+                "objects of the fitted embedding."
+            )
+        E = torch.as_tensor(self.embedding_)
+        q = torch.as_tensor(Q)
+        e = E[q[:, 0::2]] - E[q[:, 1::2]]
+        d = (e * e).sum(-1)
+        return to_numpy(d[:, 0] - d[:, 1])
+
+    def predict(self, X) -> np.ndarray:
+        """Responses: +1 where the first pair is closer, -1 otherwise (ties: -1).
+
+        Parameters
+        ----------
+        X : Comparisons or array-like of int, shape (m, 3) or (m, 4)
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (m,)
+        """
+        return np.where(self.decision_function(X) < 0, 1, -1).astype(np.int64)
+
+    def score(self, X, y=None) -> float:
+        """Triplet accuracy: fraction of comparisons the embedding agrees with.
+
+        ``1 - triplet_error`` (ties count as errors; degenerate comparisons are
+        dropped with a warning).
+
+        Parameters
+        ----------
+        X : Comparisons or array-like of int, shape (m, 3) or (m, 4)
+            Oriented comparisons, or comparisons as asked with ``y``.
+        y : array-like of {-1, +1}, optional
+
+        Returns
+        -------
+        float
+        """
+        check_is_fitted(self, "embedding_")
+        comps = as_comparisons(X, y, owner=type(self).__name__)
+        return float(np.mean(self.predict(comps) == 1))

@@ -1,0 +1,280 @@
+"""The ordinal-embedding objective as a finite sum over comparisons (eq. (5), (9)).
+
+``f(X) = (1/|Q|) sum_{q in Q} ell(d_near(q), d_far(q))`` over the embedding
+``X`` (n_objects x p, one row per object). :class:`OrdinalProblem`
+implements :class:`~embedopt.optim.FiniteSum`, so the generic SVRG / SGD /
+gradient-descent loops of :mod:`embedopt.optim` solve it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._core import (
+    DataValidationError,
+    InvalidParameterError,
+    resolve_device,
+    resolve_dtype,
+    resolve_random_state,
+)
+from ..data import Comparisons, as_comparisons
+from .losses import get_loss
+
+__all__ = ["OrdinalProblem", "setup"]
+
+_CHUNK = 1 << 19  # comparisons per chunk of a full pass (bounds the memory)
+
+# torch warns that CSR support is "beta" on every construction; CSR @ dense,
+# the only operation used here, is stable and tested (as in linalg.sparse).
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+
+
+class OrdinalProblem:
+    """Comparisons and a loss on one device, with the finite-sum interface.
+
+    Parameters
+    ----------
+    comparisons : Comparisons or array-like, shape (m, 3) or (m, 4)
+    loss : OrdinalLoss or str
+    n_objects : int, optional
+        Rows of the embedding (default: the comparisons' n_objects).
+    device : torch.device or str
+    dtype : torch.dtype or str
+
+    Attributes
+    ----------
+    quadruplets : torch.Tensor of int64, shape (m, 4)
+        ``(i, j, l, k)`` on the device (triplets as ``(i, j, i, k)``).
+    n_samples : int
+        m = |Q|.
+    n_objects : int
+    loss : OrdinalLoss
+    """
+
+    def __init__(
+        self,
+        comparisons,
+        loss="ste",
+        *,
+        n_objects: int | None = None,
+        device="cpu",
+        dtype="float32",
+    ):
+        comps = as_comparisons(comparisons, n_objects=n_objects)
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype)
+        self.n_objects = int(comps.n_objects)
+        self.loss = get_loss(loss)
+        self.quadruplets = torch.as_tensor(comps.as_quadruplets(), device=self.device)
+        self.n_samples = int(self.quadruplets.shape[0])
+        self.objects_per_comparison = 3 if comps.kind == "triplet" else 4
+        self._chunks: dict = {}
+
+    # -- FiniteSum ---------------------------------------------------------------
+    def _incidence(self, dtype: torch.dtype):
+        """Per chunk of comparisons, the sparse n x 2c pair-incidence matrix B.
+
+        Column 2q (2q + 1) of B has +1 at object i (l) and -1 at j (k), so the
+        pair differences are ``B^T X`` and the gradient ``B (2 coef * B^T X)``:
+        one CSR product accumulates all |Q| contributions, 5-15x faster than
+        a scatter-add with many repeated rows on a CPU.
+        """
+        chunks = self._chunks.get(dtype)
+        if chunks is None:
+            chunks = self._chunks[dtype] = []
+            n = self.n_objects
+            for s in range(0, self.n_samples, _CHUNK):
+                q = self.quadruplets[s : s + _CHUNK]
+                rows = q.reshape(-1)
+                cols = torch.arange(rows.numel(), device=rows.device) // 2
+                vals = torch.tensor([1.0, -1.0], dtype=dtype, device=rows.device)
+                vals = vals.repeat(q.shape[0] * 2)
+                order = torch.argsort(rows, stable=True)
+                crow = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
+                crow[1:] = torch.cumsum(torch.bincount(rows, minlength=n), 0)
+                itype = torch.int32 if rows.numel() < 2**31 - 1 else torch.int64
+                B = torch.sparse_csr_tensor(
+                    crow.to(itype),
+                    cols[order].to(itype),
+                    vals[order],
+                    (n, 2 * q.shape[0]),
+                    check_invariants=False,
+                )
+                chunks.append((q, B))
+        return chunks
+
+    def value_and_grad(self, X: torch.Tensor) -> tuple[float, torch.Tensor]:
+        """Mean loss (accumulated in float64) and its gradient, O(|Q| p).
+
+        Parameters
+        ----------
+        X : torch.Tensor, shape (n_objects, p)
+
+        Returns
+        -------
+        value : float
+        grad : torch.Tensor, shape (n_objects, p)
+        """
+        grad = torch.zeros_like(X)
+        total = torch.zeros((), dtype=torch.float64, device=X.device)
+        p = X.shape[1]
+        for q, B in self._incidence(X.dtype):
+            Xq = X.index_select(0, q.reshape(-1)).view(-1, 2, 2, p)
+            e = Xq[:, :, 0] - Xq[:, :, 1]  # (c, pair, p)
+            d = (e * e).sum(-1)
+            a, c = self.loss.partials(d[:, 0], d[:, 1])
+            total += self.loss.value(d[:, 0], d[:, 1]).sum(dtype=torch.float64)
+            g = e.mul_((2.0 * torch.stack((a, c), 1)).unsqueeze(-1))
+            grad += B @ g.view(-1, p)
+        m = self.n_samples
+        return float(total) / m, grad.div_(m)
+
+    def rows(self, batches: torch.Tensor) -> torch.Tensor:
+        """Rows ``(i, j, l, k)`` of each sampled comparison, shape (k, 4 b)."""
+        flat = self.quadruplets.index_select(0, batches.reshape(-1))
+        return flat.view(batches.shape[0], -1)
+
+    def row_gradients(
+        self, Z: torch.Tensor, batch: torch.Tensor, weights: torch.Tensor
+    ) -> torch.Tensor:
+        """``sum_s weights[s] grad_rows sum_{q in batch} ell_q(Z[:, s])``.
+
+        Parameters
+        ----------
+        Z : torch.Tensor, shape (4 b, S, p)
+            The rows of :meth:`rows` at S points.
+        batch : torch.Tensor
+            Unused: oriented comparisons carry no per-sample data.
+        weights : torch.Tensor, shape (S,)
+
+        Returns
+        -------
+        torch.Tensor, shape (4 b, p)
+        """
+        b = Z.shape[0] // 4
+        p = Z.shape[-1]
+        Zq = Z.view(b, 2, 2, Z.shape[1], p)  # (b, pair, member, point, p)
+        e = Zq[:, :, 0] - Zq[:, :, 1]  # (b, pair, point, p)
+        d = (e * e).sum(-1)  # (b, pair, point)
+        a, c = self.loss.partials(d[:, 0], d[:, 1])  # (b, point) each
+        coef = torch.stack((a, c), 1) * (2.0 * weights)  # (b, pair, point)
+        g = (coef.unsqueeze(-1) * e).sum(2)  # (b, pair, p)
+        return torch.stack((g, -g), 2).view(4 * b, p)
+
+    # -- helpers -----------------------------------------------------------------
+    @property
+    def curvature_scale(self) -> float:
+        """Typical curvature of the mean loss along one object's row, up to the loss.
+
+        An object takes part in ``r |Q| / n`` of the |Q| comparisons (r = 3
+        for triplets, 4 for quadruplets), so the mean loss weighs its row by
+        ``r / n``: the curvature of f, and the inverse of good step sizes,
+        shrink like 1 / n_objects.
+        """
+        return self.objects_per_comparison / self.n_objects
+
+    def error(self, X: torch.Tensor, comparisons: torch.Tensor | None = None) -> float:
+        """Triplet error of ``X`` on ``comparisons`` (default: the training ones).
+
+        Parameters
+        ----------
+        X : torch.Tensor, shape (n_objects, p)
+        comparisons : torch.Tensor of int64, shape (m, 4), optional
+            Quadruplets on the device.
+
+        Returns
+        -------
+        float
+        """
+        Q = self.quadruplets if comparisons is None else comparisons
+        wrong = 0
+        for s in range(0, Q.shape[0], _CHUNK):
+            q = Q[s : s + _CHUNK]
+            e = X[q[:, 0::2]] - X[q[:, 1::2]]
+            d = (e * e).sum(-1)
+            wrong += int((d[:, 0] >= d[:, 1]).sum())
+        return wrong / Q.shape[0]
+
+
+@dataclass
+class _Setup:
+    problem: OrdinalProblem
+    x0: torch.Tensor
+    rs: object
+    evaluate: object
+
+
+def setup(
+    comparisons,
+    n_components: int,
+    *,
+    loss,
+    n_objects,
+    init,
+    init_scale: float,
+    validation,
+    random_state,
+    device,
+    dtype,
+    owner: str,
+) -> _Setup:
+    """Shared preparation of every ordinal solver: data, loss, start, tracking."""
+    if (
+        isinstance(n_components, bool)
+        or not isinstance(n_components, (int, np.integer))
+        or n_components < 1
+    ):
+        raise InvalidParameterError(
+            f"The 'n_components' parameter of {owner} must be an int in [1, inf). Got "
+            f"{n_components!r}."
+        )
+    comps = as_comparisons(comparisons, n_objects=n_objects, owner=owner)
+    problem = OrdinalProblem(
+        comps,
+        get_loss(loss, int(n_components)),
+        device=resolve_device(device),
+        dtype=dtype,
+    )
+    rs = resolve_random_state(random_state, owner)
+    n, p = problem.n_objects, int(n_components)
+    if init is None:
+        x0 = torch.randn(
+            (n, p),
+            generator=rs.torch(problem.device),
+            device=problem.device,
+            dtype=problem.dtype,
+        ).mul_(init_scale)
+    else:
+        x0 = torch.as_tensor(
+            np.asarray(init) if not torch.is_tensor(init) else init,
+            dtype=problem.dtype,
+        ).to(problem.device)
+        if x0.shape != (n, p):
+            raise DataValidationError(
+                f"init must have shape (n_objects, n_components) = ({n}, {p}); got "
+                f"{tuple(x0.shape)}."
+            )
+        if not torch.isfinite(x0).all():
+            raise DataValidationError("init contains NaN or infinite values.")
+    evaluate = None
+    if validation is not None:
+        val = (
+            validation
+            if isinstance(validation, Comparisons)
+            else as_comparisons(validation, n_objects=n)
+        )
+        if val.n_objects > n:
+            raise DataValidationError(
+                f"The validation comparisons index {val.n_objects} objects, the "
+                f"training ones {n}."
+            )
+        Qv = torch.as_tensor(val.as_quadruplets(), device=problem.device)
+
+        def evaluate(X):
+            return {"val_error": problem.error(X, Qv)}
+
+    return _Setup(problem, x0, rs, evaluate)

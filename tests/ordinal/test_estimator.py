@@ -1,0 +1,128 @@
+"""OrdinalEmbedding: input forms, predictions, and every bad input of issue 3."""
+
+import numpy as np
+import pytest
+
+from embedopt._core import DataValidationError, InvalidParameterError, NotFittedError
+from embedopt.data import ComparisonWarning, make_planted_embedding
+from embedopt.metrics import triplet_error
+from embedopt.ordinal import OrdinalEmbedding
+
+pytestmark = pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+
+
+@pytest.fixture(scope="module")
+def prob():
+    return make_planted_embedding(30, 2, n_train=2000, n_test=600, random_state=0)
+
+
+def _model(**kw):
+    return OrdinalEmbedding(2, **{"random_state": 0, "max_iter": 10, **kw})
+
+
+def test_fit_predict_score_transform(prob):
+    m = _model().fit(prob.train, validation=prob.test)
+    assert m.embedding_.shape == (30, 2) and m.n_objects_ == 30
+    assert m.score(prob.test) == pytest.approx(
+        1 - triplet_error(m.embedding_, prob.test)
+    )
+    assert m.score(prob.test) > 0.9
+    assert np.all(m.predict(prob.test.indices) == 1) == (m.score(prob.test) == 1.0)
+    flipped = prob.test.indices[:, [0, 2, 1]]
+    np.testing.assert_array_equal(m.predict(flipped), -m.predict(prob.test.indices))
+    np.testing.assert_array_equal(m.transform([3, 1]), m.embedding_[[3, 1]])
+    assert "val_error" in m.history_ and m.n_iter_ == len(m.history_["iteration"])
+
+
+def test_triplets_with_responses_equal_oriented_triplets(prob):
+    T = prob.train.indices
+    rng = np.random.default_rng(0)
+    y = rng.choice([-1, 1], size=len(T))
+    asked = np.where((y == 1)[:, None], T, T[:, [0, 2, 1]])
+    a = _model().fit(asked, y).embedding_
+    b = _model().fit(T).embedding_
+    np.testing.assert_allclose(a, b)
+    m = _model().fit(T)
+    assert m.score(asked, y) == pytest.approx(m.score(T))
+
+
+def test_quadruplets_and_fit_transform():
+    P = np.random.default_rng(0).normal(size=(20, 2))
+    rng = np.random.default_rng(1)
+    Q = np.array([rng.choice(20, 4, replace=False) for _ in range(3000)])
+    d = lambda a, b: ((P[a] - P[b]) ** 2).sum(1)  # noqa: E731
+    y = np.where(d(Q[:, 0], Q[:, 1]) < d(Q[:, 2], Q[:, 3]), 1, -1)
+    m = _model(max_iter=20)
+    X = m.fit_transform(Q, y)
+    assert X.shape == (20, 2) and m.score(Q, y) > 0.9
+
+
+def test_n_objects_keeps_unseen_objects():
+    m = _model().fit([[0, 1, 2], [1, 2, 0], [2, 0, 1]], n_objects=5)
+    assert m.embedding_.shape == (5, 2)
+
+
+@pytest.mark.parametrize(
+    ("X", "kwargs", "match"),
+    [
+        ([[0, 1, 7]], {"n_objects": 5}, "out of range"),
+        ([[0, -1, 2]], {}, "negative"),
+        ([[0, 1.5, 2]], {}, "integers"),
+        ([[0, 1]], {}, "shape"),
+        (np.zeros((4, 5), dtype=int), {}, "shape"),
+        (np.zeros((0, 3), dtype=int), {}, "empty"),
+        ("triplets.csv", {}, "cannot read"),
+    ],
+)
+def test_bad_comparisons_rejected_before_work(X, kwargs, match):
+    m = _model()
+    with pytest.raises(DataValidationError, match=match):
+        m.fit(X, **kwargs)
+    assert not hasattr(m, "embedding_")
+
+
+def test_repeated_index_dropped_with_a_counting_warning():
+    X = [[0, 1, 2], [1, 1, 2], [2, 0, 1], [0, 1, 0], [3, 2, 1]]
+    with pytest.warns(ComparisonWarning, match="Dropped 2 of 5"):
+        _model().fit(X)
+
+
+def test_n_components_below_one_and_bad_names():
+    for bad, match in [
+        ({"n_components": 0}, "The 'n_components' parameter of OrdinalEmbedding"),
+        ({"loss": "hinge"}, "The 'loss' parameter of OrdinalEmbedding"),
+        ({"solver": "adam"}, "The 'solver' parameter of OrdinalEmbedding"),
+        ({"epsilon": -1.0}, "The 'epsilon' parameter"),
+    ]:
+        with pytest.raises(InvalidParameterError, match=match):
+            OrdinalEmbedding(**{"n_components": 2, **bad}).fit([[0, 1, 2]])
+
+
+def test_bad_responses_and_queries(prob):
+    with pytest.raises(DataValidationError, match="one \\+/-1 response"):
+        _model().fit(prob.train.indices, np.ones(3))
+    with pytest.raises(DataValidationError, match="not \\+1 or -1"):
+        _model().fit(prob.train.indices, np.zeros(len(prob.train)))
+    m = _model().fit(prob.train)
+    with pytest.raises(DataValidationError, match="outside"):
+        m.predict([[0, 1, 99]])
+    with pytest.raises(DataValidationError, match="object indices"):
+        m.transform([40])
+    with pytest.raises(DataValidationError, match="init must have shape"):
+        _model().fit(prob.train, init=np.zeros((3, 2)))
+    with pytest.raises(NotFittedError):
+        OrdinalEmbedding().predict([[0, 1, 2]])
+
+
+@pytest.mark.parametrize("loss", ["ste", "tste", "gnmds", "ckl", "soe"])
+def test_every_loss_fits(loss, prob):
+    m = _model(loss=loss).fit(prob.train)
+    assert np.isfinite(m.embedding_).all() and m.score(prob.test) > 0.75
+
+
+def test_loss_parameters_reach_the_loss(prob):
+    m = _model(loss="ckl", mu=0.3).fit(prob.train)
+    assert m.loss_.mu == 0.3
+    assert _model(loss="tste").fit(prob.train).loss_.alpha == 1.0
+    assert _model(loss="tste", alpha=4.0).fit(prob.train).loss_.alpha == 4.0
+    assert _model(loss="soe", margin=0.2).fit(prob.train).loss_.margin == 0.2

@@ -1,0 +1,148 @@
+"""Closed-form gradients of every loss vs autograd and finite differences."""
+
+import numpy as np
+import pytest
+import torch
+
+from embedopt.data import Comparisons
+from embedopt.ordinal import (
+    LOSSES,
+    CKLLoss,
+    GNMDSLoss,
+    OrdinalProblem,
+    SOELoss,
+    STELoss,
+    TSTELoss,
+    comparison_gradients,
+    get_loss,
+)
+
+LOSS_OBJECTS = [
+    GNMDSLoss(),
+    CKLLoss(0.1),
+    CKLLoss(0.0),
+    STELoss(),
+    TSTELoss(2.0),
+    SOELoss(),
+]
+IDS = ["gnmds", "ckl", "ckl_mu0", "ste", "tste", "soe"]
+
+
+def _batch(seed=0, m=40, n=8, p=3, quad=False):
+    g = np.random.default_rng(seed)
+    X = torch.as_tensor(g.normal(size=(n, p)))
+    idx = []
+    while len(idx) < m:
+        q = g.choice(n, size=4 if quad else 3, replace=False)
+        idx.append(q if quad else q[[0, 1, 0, 2]])
+    return X, torch.as_tensor(np.array(idx))
+
+
+def _away_from_kinks(loss, X, Q):
+    # The hinge losses are not differentiable where their argument is 0;
+    # compare gradients only on comparisons away from it.
+    e = X[Q[:, 0::2]] - X[Q[:, 1::2]]
+    d = (e * e).sum(-1)
+    if isinstance(loss, GNMDSLoss):
+        return (d[:, 0] + loss.margin - d[:, 1]).abs() > 1e-3
+    if isinstance(loss, SOELoss):
+        r = d.sqrt()
+        return (r[:, 0] + loss.margin - r[:, 1]).abs() > 1e-3
+    return torch.ones(Q.shape[0], dtype=torch.bool)
+
+
+@pytest.mark.parametrize("loss", LOSS_OBJECTS, ids=IDS)
+@pytest.mark.parametrize("quad", [False, True], ids=["triplets", "quadruplets"])
+def test_closed_form_gradient_matches_autograd(loss, quad):
+    X, Q = _batch(quad=quad)
+    keep = _away_from_kinks(loss, X, Q)
+    Q = Q[keep]
+    Xq = X[Q].clone().requires_grad_(True)
+    e = Xq[:, 0::2] - Xq[:, 1::2]
+    d = (e * e).sum(-1)
+    loss.value(d[:, 0], d[:, 1]).sum().backward()
+    value, grad = comparison_gradients(loss, Xq.detach())
+    torch.testing.assert_close(grad, Xq.grad, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(value, loss.value(d[:, 0], d[:, 1]).detach())
+
+
+@pytest.mark.parametrize("loss", LOSS_OBJECTS, ids=IDS)
+def test_closed_form_gradient_matches_finite_differences(loss):
+    X, Q = _batch(seed=1, m=12)
+    Q = Q[_away_from_kinks(loss, X, Q)]
+    Xq = X[Q]
+    _, grad = comparison_gradients(loss, Xq)
+    h = 1e-6
+    num = torch.zeros_like(Xq)
+    for idx in np.ndindex(*Xq.shape[1:]):
+        E = torch.zeros_like(Xq)
+        E[(slice(None), *idx)] = h
+        fp, _ = comparison_gradients(loss, Xq + E)
+        fm, _ = comparison_gradients(loss, Xq - E)
+        num[(slice(None), *idx)] = (fp - fm) / (2 * h)
+    torch.testing.assert_close(grad, num, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_full_objective_and_row_gradients_match_autograd(name):
+    X, Q = _batch(seed=2, m=60, n=10, p=2)
+    comps = Comparisons(Q.numpy()[:, [0, 1, 3]], n_objects=10)  # triplets
+    prob = OrdinalProblem(comps, get_loss(name, 2), dtype="float64")
+    f, g = prob.value_and_grad(X)
+    Xr = X.clone().requires_grad_(True)
+    v, _ = comparison_gradients(prob.loss, Xr[prob.quadruplets])
+    v.mean().backward()
+    assert f == pytest.approx(float(v.mean().detach()), rel=1e-12)
+    torch.testing.assert_close(g, Xr.grad, rtol=1e-9, atol=1e-12)
+    # row_gradients: weighted sum over two points of the batch's gradient rows
+    batch = torch.tensor([3, 7, 7, 11])
+    R = prob.rows(batch[None])[0]
+    Y = X + 0.1
+    Z = torch.stack((X[R], Y[R]), 1)
+    w = torch.tensor([0.7, -1.3], dtype=torch.float64)
+    got = prob.row_gradients(Z, batch, w)
+    _, gx = comparison_gradients(prob.loss, X[prob.quadruplets[batch]])
+    _, gy = comparison_gradients(prob.loss, Y[prob.quadruplets[batch]])
+    torch.testing.assert_close(got, (0.7 * gx - 1.3 * gy).reshape(-1, 2))
+
+
+@pytest.mark.parametrize("loss", LOSS_OBJECTS, ids=IDS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_losses_stay_finite_at_extreme_distances(loss, dtype):
+    # exp(-d) underflows for d ~ 1e3 (float64) and ~ 1e2 (float32); the
+    # stable forms never divide by it. Zero distances exercise the floors.
+    big = 1e30 if dtype == torch.float64 else 1e18
+    d = torch.tensor([0.0, 1e-30, 1e3, 1e4, big], dtype=dtype)
+    dn, df = torch.meshgrid(d, d, indexing="ij")
+    v = loss.value(dn, df)
+    a, c = loss.partials(dn, df)
+    for t in (v, a, c):
+        assert torch.isfinite(t).all(), (loss, t)
+    # coincident points: the gradient of the comparison is finite too
+    Xq = torch.zeros(1, 4, 2, dtype=dtype)
+    Xq[0, 3] = 1e8
+    _, grad = comparison_gradients(loss, Xq)
+    assert torch.isfinite(grad).all()
+
+
+def test_ste_tste_values_at_extremes():
+    ste = STELoss()
+    d = torch.tensor([1e4, 0.0], dtype=torch.float64)
+    assert float(ste.value(d[:1], d[1:])) == pytest.approx(1e4)
+    assert float(ste.partials(d[:1], d[1:])[0]) == pytest.approx(1.0)
+    assert float(ste.value(d[1:], d[:1])) == 0.0
+    t = TSTELoss(1.0)
+    # log(1 + (k_far / k_near)) with k = 1 / (1 + d) for alpha = 1
+    val = float(t.value(torch.tensor([3.0]), torch.tensor([1.0])))
+    assert val == pytest.approx(np.log(1 + 4 / 2))
+
+
+def test_get_loss_defaults_and_errors():
+    assert get_loss("tste", 10).alpha == 9.0
+    assert get_loss("tste", 1).alpha == 1.0
+    assert get_loss("ckl", mu=0.5).mu == 0.5
+    assert get_loss("soe").margin == 0.1 and get_loss("gnmds").margin == 1.0
+    with pytest.raises(ValueError, match="'loss' parameter"):
+        get_loss("hinge")
+    with pytest.raises(ValueError, match="with_dimension"):
+        TSTELoss().value(torch.zeros(1), torch.zeros(1))
