@@ -248,10 +248,15 @@ def proximal_completion(
         ``1 / sqrt(I_d)`` up to a constant; for an m x m x 3 tensor this is the
         paper's ``(1, 1, sqrt(m / 3))`` (Sec. 5.6).
     step_size : float, optional
-        mu. Default ``1 / (D rho)``: f in (31) is ``D rho``-smooth (the gradient
-        of ``sum_d X^d`` has norm ``sqrt(D)``, squared in the Hessian), which is
-        the safe step; Proposition 4.2's ``sqrt(D) rho`` is smaller than that
-        constant for D > 1. For matrices ``1 / rho`` (Proposition 3.1).
+        mu. Default: the paper's ``1 / rho`` for matrices (Proposition 3.1) and
+        ``1 / (sqrt(D) rho)`` for D-way tensors (Algorithm 4, Proposition 4.2).
+        Note that f in (31) is in fact ``D rho``-smooth in the worst case (all
+        components moving together), so the tensor default exceeds ``1 / L``;
+        it is below ``2 / L`` for D <= 4, and the restart test guards the
+        accelerated iteration. Measured on the Sec. 5.6 problem (m = 500):
+        ``1 / (D rho)`` needed 745 iterations, ``1 / (sqrt(D) rho)`` 553, to the
+        same objective (relative difference 1e-6). Pass ``1 / (D rho)`` for the
+        provably safe step.
     random_state : None, int or numpy Generator
     verbose : int
     callback : callable, optional
@@ -276,7 +281,7 @@ def proximal_completion(
         raise InvalidParameterError(
             f"{name}: weights, linear and regularizer apply to matrix problems only."
         )
-    mu = step_size if step_size is not None else 1.0 / (D * problem.loss.rho)
+    mu = step_size if step_size is not None else 1.0 / (D**0.5 * problem.loss.rho)
     if mode_weights is None:
         mode_weights = [1.0] if D == 1 else default_mode_weights(problem.shape)
     lams = [lam * float(w) for w in mode_weights]
