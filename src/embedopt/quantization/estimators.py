@@ -143,8 +143,9 @@ class ProductQuantizer(BaseEstimator):
         "n_centroids": [Interval(int, 1, 65536)],
         "rotation": [Options(ROTATIONS)],
         "rotation_init": [
-            Options(["identity", "random", "eigenvalue"]),
+            # InstanceOf first: comparing an array with the option strings fails.
             InstanceOf((np.ndarray, torch.Tensor), "an (n, n) array"),
+            Options(["identity", "random", "eigenvalue"]),
         ],
         "max_iter": [Interval(int, 1, None)],
         "n_rotation_steps": [Interval(int, 1, None)],
@@ -183,7 +184,7 @@ class ProductQuantizer(BaseEstimator):
         refine_iter=10,
         init="k-means++",
         metric="l2",
-        tol=0.0,
+        tol=1e-5,
         batch_size=256,
         random_state=None,
         device="auto",
@@ -220,15 +221,19 @@ class ProductQuantizer(BaseEstimator):
             return ProcrustesLearner()
         if r in _GCD:
             return GivensLearner(
-                _GCD[r],
-                self.n_rotation_steps,
-                self.learning_rate,
-                self.step_rule,
-                generator,
+                selection=_GCD[r],
+                n_steps=self.n_rotation_steps,
+                learning_rate=self.learning_rate,
+                step_rule=self.step_rule,
+                generator=generator,
             )
         if r == "cayley":
-            return CayleyLearner(self.n_rotation_steps, self.learning_rate)
-        return UnconstrainedLearner(self.n_rotation_steps, self.learning_rate)
+            return CayleyLearner(
+                n_steps=self.n_rotation_steps, learning_rate=self.learning_rate
+            )
+        return UnconstrainedLearner(
+            n_steps=self.n_rotation_steps, learning_rate=self.learning_rate
+        )
 
     # -- fitting -----------------------------------------------------------------
     def fit(self, X, y=None, *, validation=None) -> ProductQuantizer:
@@ -255,8 +260,8 @@ class ProductQuantizer(BaseEstimator):
         Xt = as_vectors(X, device=dev, dtype=dt)
         result = rotated_pq(
             Xt,
-            self.n_subquantizers,
-            self.n_centroids,
+            n_subquantizers=self.n_subquantizers,
+            n_centroids=self.n_centroids,
             learner=self._learner(rs.torch("cpu")),
             rotation_init=self.rotation_init,
             max_iter=self.max_iter,

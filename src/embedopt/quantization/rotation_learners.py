@@ -289,7 +289,9 @@ def eigenvalue_allocation(X: torch.Tensor, M: int) -> torch.Tensor:
     The principal directions of the (centered) covariance are dealt to the M
     subspaces, largest eigenvalue first, each to the not-yet-full subspace
     whose product of eigenvalues is currently smallest, so that the subspaces
-    carry balanced variance (optimal for Gaussian data).
+    carry balanced variance (optimal for Gaussian data in Ge et al.'s
+    analysis). Eigenvalues are divided by their geometric mean first, so the
+    allocation does not depend on the scale of X.
 
     Parameters
     ----------
@@ -309,7 +311,11 @@ def eigenvalue_allocation(X: torch.Tensor, M: int) -> torch.Tensor:
     cov = Xc.T @ Xc / max(X.shape[0] - 1, 1)
     evals, evecs = torch.linalg.eigh(cov)
     order = torch.argsort(evals, descending=True).cpu().numpy()
-    logs = np.log(np.maximum(evals.cpu().numpy(), 1e-30))
+    logs = np.log(np.maximum(evals.cpu().numpy(), 1e-30 * float(evals.max())))
+    # Products compared relative to the geometric mean, so the greedy rule does
+    # not depend on the data's scale (with raw eigenvalues below 1 an empty
+    # bucket would look "larger" than one holding the top eigenvalue).
+    logs = logs - logs.mean()
     buckets: list[list[int]] = [[] for _ in range(M)]
     logprod = np.zeros(M)
     for e in order:

@@ -174,7 +174,7 @@ def rotated_pq(
     kmeans_iter: int = 4,
     init_kmeans_iter: int = 20,
     init: str = "k-means++",
-    tol: float = 0.0,
+    tol: float = 1e-5,
     validation=None,
     random_state=None,
     device="auto",

@@ -1,0 +1,125 @@
+"""Retrieval and quantization metrics: recall@k, precision@k, distortion."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core import DataValidationError, to_numpy
+
+__all__ = ["precision_at_k", "quantization_distortion", "recall_at_k"]
+
+
+def _relevant_sets(relevant, nq: int) -> list[np.ndarray]:
+    if hasattr(relevant, "tocsr"):  # scipy.sparse: nonzeros of row q
+        csr = relevant.tocsr()
+        if csr.shape[0] != nq:
+            raise DataValidationError(
+                f"relevant has {csr.shape[0]} rows but there are {nq} queries."
+            )
+        return [csr.indices[csr.indptr[q] : csr.indptr[q + 1]] for q in range(nq)]
+    if isinstance(relevant, np.ndarray) or hasattr(relevant, "detach"):
+        arr = np.asarray(to_numpy(relevant))
+        if arr.ndim == 1:
+            arr = arr[:, None]
+        if arr.shape[0] != nq:
+            raise DataValidationError(
+                f"relevant has {arr.shape[0]} rows but there are {nq} queries."
+            )
+        return [row[row >= 0] for row in arr]  # -1 pads rows of unequal length
+    sets = [np.asarray(list(r), dtype=np.int64) for r in relevant]
+    if len(sets) != nq:
+        raise DataValidationError(
+            f"relevant has {len(sets)} entries but there are {nq} queries."
+        )
+    return sets
+
+
+def _hits(retrieved, relevant, k: int):
+    ret = np.asarray(to_numpy(retrieved))
+    if ret.ndim != 2:
+        raise DataValidationError(
+            f"retrieved must be 2-D (n_queries, n_results); got shape {ret.shape}."
+        )
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise DataValidationError(f"k must be a positive int; got {k!r}.")
+    if ret.shape[0] == 0:
+        raise DataValidationError("Cannot compute a metric on zero queries.")
+    top = ret[:, :k]
+    rel = _relevant_sets(relevant, ret.shape[0])
+    hits = np.array(
+        [np.isin(np.unique(t), r).sum() for t, r in zip(top, rel, strict=True)],
+        dtype=np.float64,
+    )
+    sizes = np.array([np.unique(r).size for r in rel], dtype=np.float64)
+    return hits, sizes
+
+
+def recall_at_k(retrieved, relevant, k: int) -> float:
+    """Mean fraction of each query's relevant items found in its top k.
+
+    ``mean_q |top_k(q) ∩ rel(q)| / |rel(q)|`` over queries with at least one
+    relevant item. With ``relevant`` = the exact nearest neighbour of each
+    query this is the ANN "recall@R" of Jegou et al. (2010) with R = k.
+
+    Parameters
+    ----------
+    retrieved : array-like of int, shape (n_queries, n_results)
+        Ranked result ids, best first.
+    relevant : array-like of int (n_queries,) or (n_queries, r) padded with -1,
+        list of id collections, or scipy.sparse matrix (nonzeros are relevant)
+    k : int
+
+    Returns
+    -------
+    float
+    """
+    hits, sizes = _hits(retrieved, relevant, k)
+    ok = sizes > 0
+    if not ok.any():
+        raise DataValidationError("No query has a relevant item.")
+    return float(np.mean(hits[ok] / sizes[ok]))
+
+
+def precision_at_k(retrieved, relevant, k: int) -> float:
+    """Mean fraction of each query's top k that is relevant.
+
+    ``mean_q |top_k(q) ∩ rel(q)| / k``.
+
+    Parameters
+    ----------
+    retrieved : array-like of int, shape (n_queries, n_results)
+    relevant
+        As in :func:`recall_at_k`.
+    k : int
+
+    Returns
+    -------
+    float
+    """
+    hits, _ = _hits(retrieved, relevant, k)
+    return float(np.mean(hits / k))
+
+
+def quantization_distortion(X, X_hat) -> float:
+    """Mean squared reconstruction error ``mean_i ||x_i - x_hat_i||^2``.
+
+    The distortion reported in Sec. 3.1 of Jiang et al. (squared L2 distance
+    between a vector and its quantization, averaged over vectors), in float64.
+
+    Parameters
+    ----------
+    X, X_hat : array-like or tensor, shape (m, n)
+
+    Returns
+    -------
+    float
+    """
+    a = np.asarray(to_numpy(X), dtype=np.float64)
+    b = np.asarray(to_numpy(X_hat), dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 2:
+        raise DataValidationError(
+            f"X and X_hat must be 2-D of the same shape; got {a.shape} and {b.shape}."
+        )
+    if a.shape[0] == 0:
+        raise DataValidationError("Cannot compute a distortion on zero vectors.")
+    return float(((a - b) ** 2).sum(1).mean())
