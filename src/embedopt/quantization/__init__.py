@@ -8,6 +8,7 @@ PQ layer for end-to-end training, and faiss export.
 
 from .codebooks import adc_search, adc_tables, assign, decode, kmeans_plusplus, lloyd
 from .estimators import ROTATIONS, ProductQuantizer
+from .layers import CayleyRotation, ProductQuantizationLayer
 from .rotation_learners import (
     ROTATION_LEARNERS,
     CayleyLearner,
@@ -27,17 +28,23 @@ from .solvers import (
     rotated_pq,
     unconstrained_descent,
 )
+from .two_tower import TWO_TOWER_ROTATIONS, TwoTowerNet, TwoTowerRetrieval, train_towers
 
 __all__ = [
     "KMEANS_INITS",
     "ROTATIONS",
     "ROTATION_LEARNERS",
+    "TWO_TOWER_ROTATIONS",
     "CayleyLearner",
+    "CayleyRotation",
     "GivensLearner",
     "ProcrustesLearner",
+    "ProductQuantizationLayer",
     "ProductQuantizer",
     "RotatedPQ",
     "RotationLearner",
+    "TwoTowerNet",
+    "TwoTowerRetrieval",
     "UnconstrainedLearner",
     "adc_search",
     "adc_tables",
@@ -51,5 +58,6 @@ __all__ = [
     "lloyd",
     "opq",
     "rotated_pq",
+    "train_towers",
     "unconstrained_descent",
 ]
