@@ -8,6 +8,7 @@ PQ layer for end-to-end training, and faiss export.
 
 from .codebooks import adc_search, adc_tables, assign, decode, kmeans_plusplus, lloyd
 from .estimators import ROTATIONS, ProductQuantizer
+from .faiss_io import to_faiss
 from .layers import CayleyRotation, ProductQuantizationLayer
 from .rotation_learners import (
     ROTATION_LEARNERS,
@@ -58,6 +59,7 @@ __all__ = [
     "lloyd",
     "opq",
     "rotated_pq",
+    "to_faiss",
     "train_towers",
     "unconstrained_descent",
 ]
