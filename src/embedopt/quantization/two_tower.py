@@ -480,7 +480,7 @@ class TwoTowerRetrieval(BaseEstimator):
         temperature=0.05,
         batch_size=1024,
         learning_rate=3e-3,
-        rotation_learning_rate=1e-2,
+        rotation_learning_rate=1.0,
         warmup_steps=2000,
         max_iter=2000,
         distortion_weight=1.0,
