@@ -218,78 +218,42 @@ def train_towers(
     )
     n = users.shape[0]
     net.train()
+    step = 0
     with warnings.catch_warnings():
         # A fixed step budget is the plan, not a failure to converge.
         warnings.simplefilter("ignore", ConvergenceWarning)
-        _train_loop(
-            monitor,
-            net,
-            users,
-            items,
-            n,
-            n_steps,
-            use_index,
-            optimizer,
-            rotation_optimizer,
-            batch_size,
-            loss,
-            margin,
-            temperature,
-            distortion_weight,
-            log_every,
-            generator,
-        )
+        for _ in monitor:
+            tot = ret = dis = 0.0
+            k = 0
+            while k < log_every and step < n_steps:
+                b = torch.randint(0, n, (batch_size,), generator=generator).to(
+                    users.device
+                )
+                u = net.users(users[b])
+                v = net.items(items[b])
+                d = torch.zeros((), device=u.device)
+                if use_index:
+                    v, d = net.index(v)
+                r = _retrieval_loss(u, v, loss, margin, temperature)
+                total = r + distortion_weight * d if use_index else r
+                optimizer.zero_grad(set_to_none=True)
+                if rotation_optimizer is not None:
+                    rotation_optimizer.zero_grad(set_to_none=True)
+                total.backward()
+                optimizer.step()
+                if rotation_optimizer is not None:
+                    rotation_optimizer.step()
+                tot += float(total.detach())
+                ret += float(r.detach())
+                dis += float(d.detach())
+                k += 1
+                step += 1
+            monitor.record(
+                net, objective=tot / k, retrieval_loss=ret / k, distortion=dis / k
+            )
     res = monitor.result(net)
     res.stop_reason = "n_steps"
     return res
-
-
-def _train_loop(
-    monitor,
-    net,
-    users,
-    items,
-    n,
-    n_steps,
-    use_index,
-    optimizer,
-    rotation_optimizer,
-    batch_size,
-    loss,
-    margin,
-    temperature,
-    distortion_weight,
-    log_every,
-    generator,
-):
-    step = 0
-    for _ in monitor:
-        tot = ret = dis = 0.0
-        k = 0
-        while k < log_every and step < n_steps:
-            b = torch.randint(0, n, (batch_size,), generator=generator).to(users.device)
-            u = net.users(users[b])
-            v = net.items(items[b])
-            d = torch.zeros((), device=u.device)
-            if use_index:
-                v, d = net.index(v)
-            r = _retrieval_loss(u, v, loss, margin, temperature)
-            total = r + distortion_weight * d if use_index else r
-            optimizer.zero_grad(set_to_none=True)
-            if rotation_optimizer is not None:
-                rotation_optimizer.zero_grad(set_to_none=True)
-            total.backward()
-            optimizer.step()
-            if rotation_optimizer is not None:
-                rotation_optimizer.step()
-            tot += float(total.detach())
-            ret += float(r.detach())
-            dis += float(d.detach())
-            k += 1
-            step += 1
-        monitor.record(
-            net, objective=tot / k, retrieval_loss=ret / k, distortion=dis / k
-        )
 
 
 def _cloned(state: dict) -> dict:
