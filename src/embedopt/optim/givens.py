@@ -66,6 +66,20 @@ class PairSelection:
     disjoint = True
 
     def __call__(self, A: torch.Tensor, generator: torch.Generator | None = None):
+        """Select pairs of axes.
+
+        Parameters
+        ----------
+        A : torch.Tensor, shape (n, n)
+            Skew-symmetric directional derivatives (Proposition 1).
+        generator : torch.Generator, optional
+            CPU generator of the random rules.
+
+        Returns
+        -------
+        i, j : torch.Tensor of int64, shape (p,)
+            Pairs with ``i < j``, on ``A``'s device.
+        """
         raise NotImplementedError
 
     def __repr__(self) -> str:

@@ -26,7 +26,18 @@ __all__ = [
 
 
 def split(X: torch.Tensor, M: int) -> torch.Tensor:
-    """View an (m, n) tensor as (m, M, n / M) subvectors (no copy when contiguous)."""
+    """View an (m, n) tensor as (m, M, n / M) subvectors (no copy when contiguous).
+
+    Parameters
+    ----------
+    X : torch.Tensor, shape (m, n)
+    M : int
+        Number of subspaces (divides n).
+
+    Returns
+    -------
+    torch.Tensor, shape (m, M, n / M)
+    """
     m, n = X.shape
     return X.reshape(m, M, n // M)
 
@@ -102,7 +113,20 @@ def decode(codes: torch.Tensor, codebooks: torch.Tensor) -> torch.Tensor:
 def random_init(
     Xs: torch.Tensor, K: int, generator: torch.Generator | None
 ) -> torch.Tensor:
-    """K distinct training subvectors per subspace, drawn uniformly."""
+    """K distinct training subvectors per subspace, drawn uniformly.
+
+    Parameters
+    ----------
+    Xs : torch.Tensor, shape (m, M, ds)
+    K : int
+        At most m.
+    generator : torch.Generator, optional
+        A CPU generator.
+
+    Returns
+    -------
+    torch.Tensor, shape (M, K, ds)
+    """
     m, M, _ = Xs.shape
     cols = []
     for mm in range(M):

@@ -54,7 +54,13 @@ class CayleyRotation(nn.Module):
         self.weight = nn.Parameter(torch.zeros(self._iu.shape[1]))
 
     def forward(self) -> torch.Tensor:
-        """The current rotation matrix."""
+        """The current rotation matrix.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, n)
+            ``R_0 cayley(S)``, differentiable in the parameter.
+        """
         S = torch.zeros(
             (self.n, self.n), dtype=self.weight.dtype, device=self.weight.device
         )
@@ -141,17 +147,34 @@ class ProductQuantizationLayer(nn.Module):
             self.rotation_weight = nn.Parameter(torch.eye(dim))
 
     def rotation_matrix(self) -> torch.Tensor:
-        """The current R (differentiable for ``"cayley"``/``"unconstrained"``)."""
+        """The current R (differentiable for ``"cayley"``/``"unconstrained"``).
+
+        Returns
+        -------
+        torch.Tensor, shape (dim, dim)
+        """
         if self.rotation == "cayley":
             return self.cayley()
         return self.rotation_weight
 
     def rotation_parameters(self) -> list[nn.Parameter]:
-        """Parameters that belong to a :class:`~embedopt.optim.GivensOptimizer`."""
+        """Parameters that belong to a :class:`~embedopt.optim.GivensOptimizer`.
+
+        Returns
+        -------
+        list of torch.nn.Parameter
+            ``[rotation_weight]`` for ``rotation="givens"``, else empty.
+        """
         return [self.rotation_weight] if self.rotation == "givens" else []
 
     def other_parameters(self) -> list[nn.Parameter]:
-        """Every trainable parameter except the Givens rotation."""
+        """Every trainable parameter except the Givens rotation.
+
+        Returns
+        -------
+        list of torch.nn.Parameter
+            For a standard torch optimizer.
+        """
         rot = {id(p) for p in self.rotation_parameters()}
         return [p for p in self.parameters() if id(p) not in rot]
 
@@ -200,7 +223,16 @@ class ProductQuantizationLayer(nn.Module):
 
     @torch.no_grad()
     def encode(self, x: torch.Tensor) -> torch.Tensor:
-        """Codes (int64, shape (m, M)) of a batch."""
+        """PQ codes of a batch.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (m, dim)
+
+        Returns
+        -------
+        torch.Tensor of int64, shape (m, M)
+        """
         z = x @ self.rotation_matrix()
         return assign(split(z, self.n_subquantizers), self.codebooks)[0]
 

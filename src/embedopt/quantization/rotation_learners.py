@@ -72,14 +72,41 @@ class RotationLearner:
     orthogonal = True
 
     def start(self, R: torch.Tensor) -> None:
-        """Called once before the first step with the initial rotation."""
+        """Called once before the first step.
+
+        Parameters
+        ----------
+        R : torch.Tensor, shape (n, n)
+            The initial rotation.
+        """
 
     def step(self, X: torch.Tensor, Y: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
-        """Return the new rotation given data X and fixed targets ``Y = phi(X R)``."""
+        """One rotation step with the codes fixed.
+
+        Parameters
+        ----------
+        X : torch.Tensor, shape (m, n)
+            Training vectors.
+        Y : torch.Tensor, shape (m, n)
+            Fixed targets ``phi(X R)`` (decoded codes, rotated space).
+        R : torch.Tensor, shape (n, n)
+            Current rotation.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, n)
+            The new rotation (a new tensor).
+        """
         raise NotImplementedError
 
     def info(self) -> dict:
-        """Per-step values for the history (e.g. the learning rate used)."""
+        """Per-step values for the history.
+
+        Returns
+        -------
+        dict
+            E.g. ``{"learning_rate": ...}``.
+        """
         return {}
 
 

@@ -129,11 +129,29 @@ class TwoTowerNet(nn.Module):
         )
 
     def users(self, u: torch.Tensor) -> torch.Tensor:
-        """Normalized user embeddings."""
+        """Normalized user embeddings.
+
+        Parameters
+        ----------
+        u : torch.Tensor of int64, shape (b,)
+
+        Returns
+        -------
+        torch.Tensor, shape (b, dim)
+        """
         return self.user_tower(u, self.user_cats[u], None)
 
     def items(self, i: torch.Tensor) -> torch.Tensor:
-        """Normalized item embeddings before the indexing layer."""
+        """Normalized item embeddings before the indexing layer.
+
+        Parameters
+        ----------
+        i : torch.Tensor of int64, shape (b,)
+
+        Returns
+        -------
+        torch.Tensor, shape (b, dim)
+        """
         return self.item_tower(i, self.item_cats[i], self.item_dense[i])
 
 
@@ -678,7 +696,12 @@ class TwoTowerRetrieval(BaseEstimator):
     # -- retrieval ---------------------------------------------------------------
     @torch.no_grad()
     def item_codes(self) -> torch.Tensor:
-        """PQ codes of every item (int64 tensor, shape (n_items, M))."""
+        """PQ codes of every item through the fitted index.
+
+        Returns
+        -------
+        torch.Tensor of int64, shape (n_items, M)
+        """
         check_is_fitted(self, "net_")
         net = self.net_
         dev = net.item_cats.device
