@@ -42,8 +42,11 @@ def split(X: torch.Tensor, M: int) -> torch.Tensor:
     return X.reshape(m, M, n // M)
 
 
-def _chunk_rows(m: int, M: int, K: int, budget: int = 1 << 24) -> int:
-    # Rows per chunk so that the (chunk, M, K) distance block holds ~16M floats.
+def _chunk_rows(m: int, M: int, K: int, budget: int = 1 << 18) -> int:
+    # Rows per chunk so that the (M, chunk, K) distance block (~1 MB) stays in
+    # cache between the product and the min: measured 2-2.5x faster than
+    # 64 MB blocks on one core (the product has a tiny inner dimension n / M,
+    # so the kernel is bound by memory traffic, not flops).
     return max(1, min(m, budget // max(1, M * K)))
 
 
@@ -60,7 +63,7 @@ def assign(
     Xs : torch.Tensor, shape (m, M, ds)
     codebooks : torch.Tensor, shape (M, K, ds)
     chunk_size : int, optional
-        Rows per chunk (default: about 16M distances per chunk).
+        Rows per chunk (default: about 256k distances per chunk).
 
     Returns
     -------
@@ -276,15 +279,17 @@ def adc_search(
     k: int,
     *,
     metric: str = "l2",
-    query_batch: int = 256,
-    db_batch: int = 1 << 16,
+    query_batch: int = 64,
+    db_batch: int = 8192,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Exhaustive ADC search: top-k database items for each query.
 
     Scores are accumulated from the lookup tables (:func:`adc_tables`) one
     subspace at a time, for blocks of ``query_batch`` queries and ``db_batch``
     codes, and merged into a running top-k, so memory is
-    ``O(query_batch * (db_batch + k))`` whatever the database size.
+    ``O(query_batch * (db_batch + k))`` whatever the database size (the
+    default blocks, 64 x 8192, were ~2x faster on one core than 256 x 65536:
+    the accumulation is bound by memory traffic).
 
     Parameters
     ----------

@@ -103,7 +103,7 @@ class ProductQuantizer(BaseEstimator):
         Relative distortion change that stops the outer loop (0: run
         ``max_iter``).
     batch_size : int
-        Queries per block in :meth:`search` (database blocks are 65536 codes).
+        Queries per block in :meth:`search` (database blocks are 8192 codes).
     random_state : None, int or numpy Generator
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}
@@ -185,7 +185,7 @@ class ProductQuantizer(BaseEstimator):
         init="k-means++",
         metric="l2",
         tol=1e-5,
-        batch_size=256,
+        batch_size=64,
         random_state=None,
         device="auto",
         dtype="float32",
@@ -403,7 +403,7 @@ class ProductQuantizer(BaseEstimator):
         Queries are rotated (``q R``) but not quantized; scores use the
         reconstructions of the database: ``||q - T(x)||^2`` (L2) or
         ``<q, T(x)>`` (inner product), accumulated from lookup tables in blocks
-        so that millions of codes need only ``O(batch_size * 65536)`` memory.
+        so that millions of codes need only ``O(batch_size * 8192)`` memory.
 
         Parameters
         ----------
