@@ -172,3 +172,19 @@ def test_bad_input_after_fit():
         pq.search(X[:2], pq.encode(X), k=0)
     with pytest.raises(DataValidationError, match="NaN"):
         pq.search(np.full((1, 8), np.nan), pq.encode(X), k=1)
+
+
+@pytest.mark.slow
+def test_adc_search_over_a_million_codes_matches_brute_force():
+    """Issue 4: 10^6 database vectors search in blocks (no N x nq x M tensor)."""
+    g = torch.Generator().manual_seed(3)
+    M, K, ds, N = 8, 256, 8, 1_000_000
+    C = torch.randn(M, K, ds, generator=g)
+    codes = torch.randint(0, K, (N, M), generator=g).to(torch.uint8)
+    Q = torch.randn(4, M * ds, generator=g)
+    s, i = adc_search(Q, codes, C, 10, metric="ip")
+    best = torch.full((4, 10), -float("inf"))
+    for a in range(0, N, 100_000):
+        sc = Q @ decode(codes[a : a + 100_000].long(), C).T
+        best = torch.topk(torch.cat([best, sc], 1), 10, dim=1).values
+    torch.testing.assert_close(s, best, rtol=1e-4, atol=1e-4)
