@@ -404,6 +404,8 @@ class ProductQuantizer(BaseEstimator):
         reconstructions of the database: ``||q - T(x)||^2`` (L2) or
         ``<q, T(x)>`` (inner product), accumulated from lookup tables in blocks
         so that millions of codes need only ``O(batch_size * 8192)`` memory.
+        With ``rotation="unconstrained"`` (R not orthogonal) the L2 scores are
+        ``||q R - phi(x R)||^2``, which only approximate ``||q - T(x)||^2``.
 
         Parameters
         ----------
