@@ -288,8 +288,14 @@ def main(argv=None) -> int:
     p.add_argument(
         "--datasets", default="gaussian,glove", help="comma list of gaussian,glove"
     )
-    p.add_argument("--methods", default=None, help="comma list (default: all)")
+    p.add_argument(
+        "--methods",
+        default=None,
+        help="semicolon-separated names (some contain commas), or 'none' for "
+        "peers only",
+    )
     p.add_argument("--no-peers", action="store_true")
+    p.add_argument("--M", default=None, help="comma list of M (default: both)")
     args = p.parse_args(argv)
     set_threads(args.threads)
     import numpy as np
@@ -297,7 +303,7 @@ def main(argv=None) -> int:
     seeds = args.seeds or (2 if args.quick else 10)
     iters = args.iters or (10 if args.quick else 50)
     names = (
-        args.methods.split(",")
+        ([] if args.methods == "none" else args.methods.split(";"))
         if args.methods
         else (list(METHODS) if args.quick else list(FULL_METHODS))
     )
@@ -316,7 +322,7 @@ def main(argv=None) -> int:
     ms = {"gaussian": (8, 16), "glove": (5, 10)}
     configs, results, data_info = [], {}, {}
     for ds in args.datasets.split(","):
-        for M in ms[ds]:
+        for M in ms[ds] if args.M is None else map(int, args.M.split(",")):
             cfg = f"{ds} M={M}"
             configs.append(cfg)
             results[cfg] = {name: [] for name in [*methods, *peers]}
