@@ -182,7 +182,7 @@ def test_adc_search_over_a_million_codes_matches_brute_force():
     C = torch.randn(M, K, ds, generator=g)
     codes = torch.randint(0, K, (N, M), generator=g).to(torch.uint8)
     Q = torch.randn(4, M * ds, generator=g)
-    s, i = adc_search(Q, codes, C, 10, metric="ip")
+    s, _ = adc_search(Q, codes, C, 10, metric="ip")
     best = torch.full((4, 10), -float("inf"))
     for a in range(0, N, 100_000):
         sc = Q @ decode(codes[a : a + 100_000].long(), C).T
