@@ -17,6 +17,7 @@ import pytest
 
 import embedopt.completion.estimators as mc_module
 import embedopt.ordinal.estimators as oe_module
+import embedopt.quantization.estimators as pq_module
 from embedopt._core import (
     DataValidationError,
     InvalidParameterError,
@@ -28,6 +29,7 @@ from embedopt.data import make_low_rank_tensor, make_planted_embedding
 from embedopt.ordinal import LOSSES as OE_LOSSES
 from embedopt.ordinal import SOLVERS as OE_SOLVERS
 from embedopt.ordinal import OrdinalEmbedding
+from embedopt.quantization import ROTATIONS, ProductQuantizer
 from tests.conftest import random_entries
 
 
@@ -224,6 +226,89 @@ CASES.append(
         ],
     )
 )
+
+
+def _pq_data():
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal((300, 8)).astype(np.float32),)
+
+
+CASES.append(
+    EstimatorCase(
+        name="ProductQuantizer",
+        make=lambda **kw: ProductQuantizer(
+            **{"n_subquantizers": 4, "n_centroids": 8, "max_iter": 3, **kw},
+            **({} if "random_state" in kw else {"random_state": 0}),
+        ),
+        fit_args=_pq_data,
+        output=lambda est, args: est.transform(args[0]),
+        fitted_attr="codebooks_",
+        options=[{"rotation": r} for r in ROTATIONS]
+        + [{"rotation_init": r} for r in ("identity", "random", "eigenvalue")]
+        + [
+            {"rotation_init": np.eye(8)},
+            {"init": "random"},
+            {"step_rule": "exact"},
+            {"learning_rate": 0.01},
+            {"metric": "ip"},
+            {"n_centroids": 300},
+            {"dtype": "float64"},
+            {"kmeans_iter": 0, "refine_iter": 0},
+            {"tol": 0.5},
+            {"verbose": 1},
+        ],
+        wiring=[
+            (
+                pq_module,
+                "rotated_pq",
+                {
+                    "n_subquantizers": (2, "n_subquantizers"),
+                    "n_centroids": (6, "n_centroids"),
+                    "max_iter": (2, "max_iter"),
+                    "kmeans_iter": (3, "kmeans_iter"),
+                    "init_kmeans_iter": (5, "init_kmeans_iter"),
+                    "init": ("random", "init"),
+                    "tol": (1e-3, "tol"),
+                    "rotation_init": ("eigenvalue", "rotation_init"),
+                    "verbose": (0, "verbose"),
+                },
+            ),
+            (
+                pq_module,
+                "GivensLearner",
+                {
+                    "n_rotation_steps": (2, "n_steps"),
+                    "learning_rate": (0.05, "learning_rate"),
+                    "step_rule": ("exact", "step_rule"),
+                },
+            ),
+        ],
+        bad_params=[
+            {"n_subquantizers": 0},
+            {"n_centroids": 70000},
+            {"rotation": "svd"},
+            {"rotation_init": "pca"},
+            {"max_iter": 0},
+            {"n_rotation_steps": 0},
+            {"learning_rate": -1.0},
+            {"step_rule": "newton"},
+            {"metric": "cosine"},
+            {"tol": -1.0},
+            {"dtype": "int32"},
+            {"device": "tpu"},
+            {"random_state": "x"},
+        ],
+        bad_inputs=[
+            ((np.full((20, 8), np.nan),), DataValidationError, "NaN"),
+            ((np.zeros((20, 6), np.float32),), InvalidParameterError, "divide"),
+            ((np.zeros((5, 8), np.float32),), DataValidationError, "exceeds"),
+            ((np.array([["x"] * 8] * 20),), DataValidationError, "dtype"),
+            (("text",), DataValidationError, "real numbers"),
+            ((np.zeros(8, np.float32),), DataValidationError, "2-D"),
+        ],
+    )
+)
+
 
 ids = [c.name for c in CASES]
 

@@ -6,11 +6,11 @@ from scipy.spatial import procrustes
 from embedopt._core import DataValidationError
 from embedopt.data import make_random_triplets
 from embedopt.metrics import (
+    label_precision_at_k,
+    label_recall_at_k,
     mean_average_precision,
-    precision_at_k,
     procrustes_align,
     procrustes_distance,
-    recall_at_k,
     retrieval_scores,
     triplet_error,
 )
@@ -53,8 +53,8 @@ def test_retrieval_scores_by_hand():
     assert res["precision"][2] == pytest.approx(0.5)
     assert res["recall"][1] == pytest.approx(1.0)
     Xq = np.array([[0.9]])
-    assert precision_at_k(Xq, [1], X, y, k=2) == pytest.approx(0.0)
-    assert recall_at_k(Xq, [1], X, y, k=3) == pytest.approx(0.5)
+    assert label_precision_at_k(Xq, [1], X, y, k=2) == pytest.approx(0.0)
+    assert label_recall_at_k(Xq, [1], X, y, k=3) == pytest.approx(0.5)
     # ranks 3 and 4 for the two relevant items: AP = (1/3 + 2/4) / 2
     assert mean_average_precision(Xq, [1], X, y) == pytest.approx((1 / 3 + 0.5) / 2)
     with pytest.raises(DataValidationError, match="K must be"):

@@ -10,6 +10,11 @@ from .comparisons import (
 from .entries import ObservedEntries, as_observed_entries
 from .images import load_test_image
 from .movielens import MovieLensRatings, load_movielens
+from .movielens_features import (
+    GENRES_1M,
+    MovieLensSideFeatures,
+    load_movielens_side_features,
+)
 from .ordinal import (
     PlantedEmbedding,
     flip_comparisons,
@@ -34,8 +39,18 @@ from .synthetic import (
     make_low_rank_tensor,
     sample_positions,
 )
+from .vectors import (
+    SIFT1M,
+    load_glove,
+    load_sift1m,
+    make_correlated_gaussian,
+    read_fvecs,
+    read_ivecs,
+)
 
 __all__ = [
+    "GENRES_1M",
+    "SIFT1M",
     "ComparisonWarning",
     "Comparisons",
     "DistanceData",
@@ -43,6 +58,7 @@ __all__ = [
     "LowRankProblem",
     "LowRankTensorProblem",
     "MovieLensRatings",
+    "MovieLensSideFeatures",
     "MusicTriplets",
     "ObservedEntries",
     "PlantedEmbedding",
@@ -53,15 +69,21 @@ __all__ = [
     "kfold_entries",
     "load_digits",
     "load_eurodist",
+    "load_glove",
     "load_movielens",
+    "load_movielens_side_features",
     "load_music_triplets",
+    "load_sift1m",
     "load_test_image",
     "make_all_triplets",
     "make_class_triplets",
+    "make_correlated_gaussian",
     "make_low_rank_matrix",
     "make_low_rank_tensor",
     "make_planted_embedding",
     "make_random_triplets",
+    "read_fvecs",
+    "read_ivecs",
     "sample_positions",
     "split_comparisons",
     "split_entries",

@@ -11,8 +11,9 @@ from ._paths import find_dataset_dir
 __all__ = ["load_test_image"]
 
 
-def load_test_image(name: str = "camera", path: str | os.PathLike | None = None,
-                    *, gray: bool = True) -> np.ndarray:
+def load_test_image(
+    name: str = "camera", path: str | os.PathLike | None = None, *, gray: bool = True
+) -> np.ndarray:
     """Read a test image (PNG or JPEG) as a float array in [0, 1].
 
     Parameters

@@ -1,16 +1,19 @@
 """Evaluation metrics."""
 
 from .embedding import procrustes_align, procrustes_distance, triplet_error
-from .regression import accuracy, mae, nmse, nmse_lowrank, rmse
-from .retrieval import (
+from .label_retrieval import (
+    label_precision_at_k,
+    label_recall_at_k,
     mean_average_precision,
-    precision_at_k,
-    recall_at_k,
     retrieval_scores,
 )
+from .regression import accuracy, mae, nmse, nmse_lowrank, rmse
+from .retrieval import precision_at_k, quantization_distortion, recall_at_k
 
 __all__ = [
     "accuracy",
+    "label_precision_at_k",
+    "label_recall_at_k",
     "mae",
     "mean_average_precision",
     "nmse",
@@ -18,6 +21,7 @@ __all__ = [
     "precision_at_k",
     "procrustes_align",
     "procrustes_distance",
+    "quantization_distortion",
     "recall_at_k",
     "retrieval_scores",
     "rmse",

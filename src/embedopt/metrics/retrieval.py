@@ -1,164 +1,125 @@
-"""Retrieval quality of an embedding of labelled objects: MAP, P@K, R@K."""
+"""Retrieval and quantization metrics: recall@k, precision@k, distortion."""
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from .._core import DataValidationError, to_numpy
 
-__all__ = [
-    "mean_average_precision",
-    "precision_at_k",
-    "recall_at_k",
-    "retrieval_scores",
-]
+__all__ = ["precision_at_k", "quantization_distortion", "recall_at_k"]
 
 
-def _prepare(query, query_labels, database, database_labels):
-    Xq = np.asarray(to_numpy(query), dtype=np.float64)
-    yq = np.asarray(to_numpy(query_labels)).ravel()
-    if Xq.ndim != 2 or Xq.shape[0] != yq.shape[0] or Xq.shape[0] == 0:
+def _relevant_sets(relevant, nq: int) -> list[np.ndarray]:
+    if hasattr(relevant, "tocsr"):  # scipy.sparse: nonzeros of row q
+        csr = relevant.tocsr()
+        if csr.shape[0] != nq:
+            raise DataValidationError(
+                f"relevant has {csr.shape[0]} rows but there are {nq} queries."
+            )
+        return [csr.indices[csr.indptr[q] : csr.indptr[q + 1]] for q in range(nq)]
+    if isinstance(relevant, np.ndarray) or hasattr(relevant, "detach"):
+        arr = np.asarray(to_numpy(relevant))
+        if arr.ndim == 1:
+            arr = arr[:, None]
+        if arr.shape[0] != nq:
+            raise DataValidationError(
+                f"relevant has {arr.shape[0]} rows but there are {nq} queries."
+            )
+        return [row[row >= 0] for row in arr]  # -1 pads rows of unequal length
+    sets = [np.asarray(list(r), dtype=np.int64) for r in relevant]
+    if len(sets) != nq:
         raise DataValidationError(
-            f"query must be (n, p) with one label per row; got {Xq.shape} and "
-            f"{yq.shape[0]} labels."
+            f"relevant has {len(sets)} entries but there are {nq} queries."
         )
-    if database is None:
-        return Xq, yq, Xq, yq, True
-    Xd = np.asarray(to_numpy(database), dtype=np.float64)
-    yd = np.asarray(to_numpy(database_labels)).ravel()
-    if Xd.ndim != 2 or Xd.shape[0] != yd.shape[0] or Xd.shape[0] == 0:
+    return sets
+
+
+def _hits(retrieved, relevant, k: int):
+    ret = np.asarray(to_numpy(retrieved))
+    if ret.ndim != 2:
         raise DataValidationError(
-            f"database must be (N, p) with one label per row; got {Xd.shape} and "
-            f"{yd.shape[0]} labels."
+            f"retrieved must be 2-D (n_queries, n_results); got shape {ret.shape}."
         )
-    if Xd.shape[1] != Xq.shape[1]:
-        raise DataValidationError(
-            f"query and database dimensions differ: {Xq.shape[1]} vs {Xd.shape[1]}."
-        )
-    return Xq, yq, Xd, yd, False
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise DataValidationError(f"k must be a positive int; got {k!r}.")
+    if ret.shape[0] == 0:
+        raise DataValidationError("Cannot compute a metric on zero queries.")
+    top = ret[:, :k]
+    rel = _relevant_sets(relevant, ret.shape[0])
+    hits = np.array(
+        [np.isin(np.unique(t), r).sum() for t, r in zip(top, rel, strict=True)],
+        dtype=np.float64,
+    )
+    sizes = np.array([np.unique(r).size for r in rel], dtype=np.float64)
+    return hits, sizes
 
 
-def retrieval_scores(
-    query,
-    query_labels,
-    database=None,
-    database_labels=None,
-    *,
-    k=(40, 60, 100),
-    chunk_size: int = 1024,
-) -> dict:
-    """MAP, Precision@K and Recall@K of nearest-neighbour retrieval by label.
+def recall_at_k(retrieved, relevant, k: int) -> float:
+    """Mean fraction of each query's relevant items found in its top k.
 
-    Every query ranks the database by ascending Euclidean distance; database
-    items with the query's label are the relevant ones (Ma et al., Sec. 5.4):
-    ``P@K = TP_K / K``, ``R@K = TP_K / (TP_K + FN_K)`` and ``AP`` is the mean of
-    the precisions at the ranks of the relevant items; every score is averaged
-    over the queries. Without a database, each query searches the other
-    queries (leave-one-out).
+    ``mean_q |top_k(q) ∩ rel(q)| / |rel(q)|`` over queries with at least one
+    relevant item. With ``relevant`` = the exact nearest neighbour of each
+    query this is the ANN "recall@R" of Jegou et al. (2010) with R = k.
 
     Parameters
     ----------
-    query : array-like or tensor, shape (n, p)
-    query_labels : array-like, shape (n,)
-    database : array-like or tensor, shape (N, p), optional
-    database_labels : array-like, shape (N,), optional
-    k : int or sequence of int
-        Cut-offs of Precision@K and Recall@K (paper: 40 to 100, P@60 in Table II).
-    chunk_size : int
-        Queries ranked at once (memory is ``chunk_size * N``).
-
-    Returns
-    -------
-    dict
-        ``"map"`` (float), ``"precision"`` and ``"recall"`` (dicts from K to
-        float).
-    """
-    Xq, yq, Xd, yd, loo = _prepare(query, query_labels, database, database_labels)
-    ks = [int(k)] if np.ndim(k) == 0 else [int(v) for v in k]
-    N = Xd.shape[0] - (1 if loo else 0)
-    if not ks or min(ks) < 1 or max(ks) > N:
-        raise DataValidationError(f"Every K must be in [1, {N}]; got {ks}.")
-    D_db = torch.as_tensor(Xd)
-    codes_d = torch.as_tensor(np.unique(yd, return_inverse=True)[1])
-    lut = {v: i for i, v in enumerate(np.unique(yd))}
-    codes_q = torch.as_tensor([lut.get(v, -1) for v in yq])
-    ap_sum, prec = 0.0, dict.fromkeys(ks, 0.0)
-    rec = dict.fromkeys(ks, 0.0)
-    ranks = torch.arange(1, N + 1, dtype=torch.float64)
-    for s in range(0, Xq.shape[0], chunk_size):
-        q = torch.as_tensor(Xq[s : s + chunk_size])
-        dist = torch.cdist(q, D_db)
-        if loo:
-            rows = torch.arange(q.shape[0])
-            dist[rows, rows + s] = torch.inf
-        order = torch.argsort(dist, dim=1, stable=True)[:, :N]
-        rel = (codes_d[order] == codes_q[s : s + chunk_size, None]).double()
-        cum = rel.cumsum(1)
-        n_rel = cum[:, -1]
-        ap = (rel * cum / ranks).sum(1) / n_rel.clamp(min=1)
-        ap_sum += float(ap.sum())
-        for kk in ks:
-            prec[kk] += float((cum[:, kk - 1] / kk).sum())
-            rec[kk] += float((cum[:, kk - 1] / n_rel.clamp(min=1)).sum())
-    n = Xq.shape[0]
-    return {
-        "map": ap_sum / n,
-        "precision": {kk: v / n for kk, v in prec.items()},
-        "recall": {kk: v / n for kk, v in rec.items()},
-    }
-
-
-def mean_average_precision(query, query_labels, database=None, database_labels=None):
-    """Mean average precision of retrieval by label (see :func:`retrieval_scores`).
-
-    Parameters
-    ----------
-    query : array-like, shape (n, p)
-    query_labels : array-like, shape (n,)
-    database : array-like, shape (N, p), optional
-    database_labels : array-like, shape (N,), optional
-
-    Returns
-    -------
-    float
-    """
-    return retrieval_scores(query, query_labels, database, database_labels, k=1)["map"]
-
-
-def precision_at_k(query, query_labels, database=None, database_labels=None, *, k=60):
-    """Precision@K of retrieval by label (see :func:`retrieval_scores`).
-
-    Parameters
-    ----------
-    query : array-like, shape (n, p)
-    query_labels : array-like, shape (n,)
-    database : array-like, shape (N, p), optional
-    database_labels : array-like, shape (N,), optional
+    retrieved : array-like of int, shape (n_queries, n_results)
+        Ranked result ids, best first.
+    relevant : array-like of int (n_queries,) or (n_queries, r) padded with -1,
+        list of id collections, or scipy.sparse matrix (nonzeros are relevant)
     k : int
 
     Returns
     -------
     float
     """
-    res = retrieval_scores(query, query_labels, database, database_labels, k=k)
-    return res["precision"][int(k)]
+    hits, sizes = _hits(retrieved, relevant, k)
+    ok = sizes > 0
+    if not ok.any():
+        raise DataValidationError("No query has a relevant item.")
+    return float(np.mean(hits[ok] / sizes[ok]))
 
 
-def recall_at_k(query, query_labels, database=None, database_labels=None, *, k=60):
-    """Recall@K of retrieval by label (see :func:`retrieval_scores`).
+def precision_at_k(retrieved, relevant, k: int) -> float:
+    """Mean fraction of each query's top k that is relevant.
+
+    ``mean_q |top_k(q) ∩ rel(q)| / k``.
 
     Parameters
     ----------
-    query : array-like, shape (n, p)
-    query_labels : array-like, shape (n,)
-    database : array-like, shape (N, p), optional
-    database_labels : array-like, shape (N,), optional
+    retrieved : array-like of int, shape (n_queries, n_results)
+    relevant
+        As in :func:`recall_at_k`.
     k : int
 
     Returns
     -------
     float
     """
-    res = retrieval_scores(query, query_labels, database, database_labels, k=k)
-    return res["recall"][int(k)]
+    hits, _ = _hits(retrieved, relevant, k)
+    return float(np.mean(hits / k))
+
+
+def quantization_distortion(X, X_hat) -> float:
+    """Mean squared reconstruction error ``mean_i ||x_i - x_hat_i||^2``.
+
+    The distortion reported in Sec. 3.1 of Jiang et al. (squared L2 distance
+    between a vector and its quantization, averaged over vectors), in float64.
+
+    Parameters
+    ----------
+    X, X_hat : array-like or tensor, shape (m, n)
+
+    Returns
+    -------
+    float
+    """
+    a = np.asarray(to_numpy(X), dtype=np.float64)
+    b = np.asarray(to_numpy(X_hat), dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 2:
+        raise DataValidationError(
+            f"X and X_hat must be 2-D of the same shape; got {a.shape} and {b.shape}."
+        )
+    if a.shape[0] == 0:
+        raise DataValidationError("Cannot compute a distortion on zero vectors.")
+    return float(((a - b) ** 2).sum(1).mean())

@@ -1,12 +1,25 @@
 """Solver machinery shared across method families.
 
 Results and history, the callback protocol and progress reporting, stopping
-rules, momentum schedules, an L-BFGS wrapper, step-size rules, and the
+rules, momentum schedules, an L-BFGS wrapper, step-size rules, the
 finite-sum solvers (SVRG with stabilized Barzilai-Borwein steps, SGD, batch
-gradient descent).
+gradient descent), and Givens coordinate descent on rotations
+(pair-selection rules and a torch optimizer).
 """
 
 from .finite_sum import FiniteSum
+from .givens import (
+    PAIR_SELECTIONS,
+    GivensOptimizer,
+    GreedyMatching,
+    GreedyOverlapping,
+    PairSelection,
+    RandomMatching,
+    RandomOverlapping,
+    SteepestMatching,
+    get_pair_selection,
+    givens_step,
+)
 from .gradient import gradient_descent, sgd
 from .lbfgs import lbfgs
 from .momentum import MOMENTUM, NesterovRestart, NoMomentum
@@ -25,20 +38,30 @@ from .svrg import svrg
 
 __all__ = [
     "MOMENTUM",
+    "PAIR_SELECTIONS",
     "STEP_SIZES",
     "STOPPING_RULES",
     "BarzilaiBorwein",
     "ConstantStep",
     "FiniteSum",
+    "GivensOptimizer",
+    "GreedyMatching",
+    "GreedyOverlapping",
     "History",
     "InverseDecay",
     "IterationMonitor",
     "IterationState",
     "NesterovRestart",
     "NoMomentum",
+    "PairSelection",
+    "RandomMatching",
+    "RandomOverlapping",
     "RelativeChange",
     "SolverResult",
     "StabilizedBB",
+    "SteepestMatching",
+    "get_pair_selection",
+    "givens_step",
     "gradient_descent",
     "lbfgs",
     "probe_step",

@@ -1,0 +1,152 @@
+"""MovieLens-1M user and movie side features (``users.dat``, ``movies.dat``)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._paths import find_dataset_dir
+from .movielens import MovieLensRatings, load_movielens
+
+__all__ = ["GENRES_1M", "MovieLensSideFeatures", "load_movielens_side_features"]
+
+#: The 18 genres of ``movies.dat`` (ML-1M README), in multi-hot column order.
+GENRES_1M = (
+    "Action",
+    "Adventure",
+    "Animation",
+    "Children's",
+    "Comedy",
+    "Crime",
+    "Documentary",
+    "Drama",
+    "Fantasy",
+    "Film-Noir",
+    "Horror",
+    "Musical",
+    "Mystery",
+    "Romance",
+    "Sci-Fi",
+    "Thriller",
+    "War",
+    "Western",
+)
+_AGES = (1, 18, 25, 35, 45, 50, 56)
+
+
+@dataclass
+class MovieLensSideFeatures:
+    """MovieLens-1M ratings with categorical user and movie features.
+
+    Rows/columns of ``ratings.entries`` index ``user_features`` /
+    ``item_features`` (same order).
+
+    Attributes
+    ----------
+    ratings : MovieLensRatings
+    user_features : dict of str to numpy.ndarray
+        ``gender`` (0 F, 1 M), ``age`` (0..6, the 7 age groups), ``occupation``
+        (0..20), ``zip`` (first digit of the zip code + 1; 0 unknown); int64,
+        shape (n_users,).
+    item_features : dict of str to numpy.ndarray
+        ``genres`` float32 multi-hot (n_items, 18) in :data:`GENRES_1M` order,
+        ``decade`` int64 (0 unknown, else 1 + (year - 1910) // 10 clipped to
+        [1, 10]), ``known`` bool (movie found in ``movies.dat``).
+    cardinalities : dict of str to int
+        Number of categories of each categorical feature.
+    """
+
+    ratings: MovieLensRatings
+    user_features: dict
+    item_features: dict
+    cardinalities: dict
+
+
+def _lines(path):
+    with open(path, encoding="latin-1") as fh:
+        return [ln.rstrip("\n").split("::") for ln in fh if ln.strip()]
+
+
+def load_movielens_side_features(
+    path: str | os.PathLike | None = None,
+) -> MovieLensSideFeatures:
+    """Load MovieLens-1M ratings together with ``users.dat`` and ``movies.dat``.
+
+    With the official ``ratings.dat`` the item ids are MovieIDs. With the
+    re-indexed ``ratings_user_itemidx_rating.csv`` copy, item index -> MovieID
+    comes from ``item_index_to_movieid_partial.csv`` when present; movies it
+    cannot map get an all-zero genre vector, ``decade`` 0 and ``known`` False.
+
+    Parameters
+    ----------
+    path : path, optional
+        The ``movielens-1m`` folder or a data root containing it.
+
+    Returns
+    -------
+    MovieLensSideFeatures
+
+    Raises
+    ------
+    FileNotFoundError
+        If ratings, ``users.dat`` or ``movies.dat`` are missing.
+    """
+    ratings = load_movielens("1m", path)
+    folder = find_dataset_dir("movielens-1m", ("users.dat",), path)
+    users = {int(r[0]): r for r in _lines(folder / "users.dat")}
+    n_users = ratings.user_ids.size
+    gender = np.zeros(n_users, np.int64)
+    age = np.zeros(n_users, np.int64)
+    occ = np.zeros(n_users, np.int64)
+    zipc = np.zeros(n_users, np.int64)
+    for k, uid in enumerate(ratings.user_ids.tolist()):
+        r = users.get(uid)
+        if r is None:
+            continue
+        gender[k] = 1 if r[1] == "M" else 0
+        age[k] = _AGES.index(int(r[2])) if int(r[2]) in _AGES else 0
+        occ[k] = int(r[3])
+        zipc[k] = int(r[4][0]) + 1 if r[4][:1].isdigit() else 0
+
+    movies = {int(r[0]): r for r in _lines(folder / "movies.dat")}
+    if (folder / "ratings.dat").is_file():
+        movie_ids = ratings.item_ids.astype(np.int64)
+    else:
+        movie_ids = np.full(ratings.item_ids.size, -1, np.int64)
+        mapping = folder / "item_index_to_movieid_partial.csv"
+        if mapping.is_file():
+            table = {}
+            with open(mapping) as fh:
+                next(fh)
+                for ln in fh:
+                    a, _, b = ln.strip().partition(",")
+                    if b:
+                        table[int(a)] = int(b)
+            movie_ids = np.array(
+                [table.get(int(i), -1) for i in ratings.item_ids], np.int64
+            )
+    n_items = movie_ids.size
+    genres = np.zeros((n_items, len(GENRES_1M)), np.float32)
+    decade = np.zeros(n_items, np.int64)
+    known = np.zeros(n_items, bool)
+    gidx = {g: i for i, g in enumerate(GENRES_1M)}
+    for k, mid in enumerate(movie_ids.tolist()):
+        r = movies.get(mid)
+        if r is None:
+            continue
+        known[k] = True
+        for g in r[2].split("|"):
+            if g in gidx:
+                genres[k, gidx[g]] = 1.0
+        title = r[1].strip()
+        if title.endswith(")") and title[-5:-1].isdigit():
+            year = int(title[-5:-1])
+            decade[k] = int(np.clip(1 + (year - 1910) // 10, 1, 10))
+    return MovieLensSideFeatures(
+        ratings=ratings,
+        user_features=dict(gender=gender, age=age, occupation=occ, zip=zipc),
+        item_features=dict(genres=genres, decade=decade, known=known),
+        cardinalities=dict(gender=2, age=7, occupation=21, zip=11, decade=11),
+    )

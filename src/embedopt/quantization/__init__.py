@@ -1,0 +1,65 @@
+"""Product quantization with rotation learning by Givens coordinate descent.
+
+Kernels (k-means per subspace, ADC search), rotation steps (SVD Procrustes,
+Givens coordinate descent GCD-R/G/S, Cayley, unconstrained), alternating solvers
+for fixed embeddings, the :class:`ProductQuantizer` estimator, a differentiable
+PQ layer for end-to-end training, and faiss export.
+"""
+
+from .codebooks import adc_search, adc_tables, assign, decode, kmeans_plusplus, lloyd
+from .estimators import ROTATIONS, ProductQuantizer
+from .faiss_io import to_faiss
+from .layers import CayleyRotation, ProductQuantizationLayer
+from .rotation_learners import (
+    ROTATION_LEARNERS,
+    CayleyLearner,
+    GivensLearner,
+    ProcrustesLearner,
+    RotationLearner,
+    UnconstrainedLearner,
+    eigenvalue_allocation,
+    initial_rotation,
+)
+from .solvers import (
+    KMEANS_INITS,
+    RotatedPQ,
+    cayley_descent,
+    givens_descent,
+    opq,
+    rotated_pq,
+    unconstrained_descent,
+)
+from .two_tower import TWO_TOWER_ROTATIONS, TwoTowerNet, TwoTowerRetrieval, train_towers
+
+__all__ = [
+    "KMEANS_INITS",
+    "ROTATIONS",
+    "ROTATION_LEARNERS",
+    "TWO_TOWER_ROTATIONS",
+    "CayleyLearner",
+    "CayleyRotation",
+    "GivensLearner",
+    "ProcrustesLearner",
+    "ProductQuantizationLayer",
+    "ProductQuantizer",
+    "RotatedPQ",
+    "RotationLearner",
+    "TwoTowerNet",
+    "TwoTowerRetrieval",
+    "UnconstrainedLearner",
+    "adc_search",
+    "adc_tables",
+    "assign",
+    "cayley_descent",
+    "decode",
+    "eigenvalue_allocation",
+    "givens_descent",
+    "initial_rotation",
+    "kmeans_plusplus",
+    "lloyd",
+    "opq",
+    "rotated_pq",
+    "to_faiss",
+    "train_towers",
+    "unconstrained_descent",
+]
