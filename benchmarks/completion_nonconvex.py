@@ -109,7 +109,7 @@ def run(name, rep, args):
                 rank=int(res.x[1].numel()),
                 seconds=res.elapsed,
                 lam=lam,
-                **{pname: param},
+                param=f"{pname}={param:g}",
             )
     return dict(data=name, rep=rep, metric=metric, methods=out)
 
