@@ -100,7 +100,7 @@ def lambda_path(
     lambda_min_ratio: float = 1e-3,
     solver: str = "ais_impute",
     postprocess: bool | str = "auto",
-    patience: int | None = 3,
+    patience: int | None = 2,
     loss="square",
     shape=None,
     device="auto",
