@@ -47,6 +47,17 @@ def test_help_of_every_command():
     assert "--solver" in r.stdout
 
 
+@pytest.mark.parametrize("command", ["complete", "ordinal", "quantize"])
+def test_help_text_is_rendered(command, capsys):
+    # argparse only %-formats help strings, not descriptions: a literal "%%"
+    # in a description would be shown as is.
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    assert text.startswith("usage: ") and "%%" not in text and "%(" not in text
+
+
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
     with pytest.raises(SystemExit):

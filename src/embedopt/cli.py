@@ -506,7 +506,7 @@ def _add_quantize(sub) -> None:
             "none) and print the training distortion per outer iteration, the "
             "held-out distortion and the fit time. Data: a correlated Gaussian "
             "(decaying spectrum in a random basis), GloVe-6B-50d from "
-            "$EMBEDOPT_DATA, or a .npy / .fvecs file; 20%% of the vectors are held "
+            "$EMBEDOPT_DATA, or a .npy / .fvecs file; 20% of the vectors are held "
             "out."
         ),
     )
