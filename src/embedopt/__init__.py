@@ -3,10 +3,14 @@
 Subpackages
 -----------
 completion
-    Matrix completion with AIS-Impute and its baselines.
+    Matrix and tensor completion with AIS-Impute, its baselines, smooth
+    losses, nonconvex regularizers and post-processing.
 ordinal
     Ordinal embedding from triplet/quadruplet comparisons with SVRG-SBB and
     its baselines.
+quantization
+    Product-quantization indexes with rotation learning by Givens coordinate
+    descent, OPQ and Cayley baselines, and end-to-end trainable PQ layers.
 data
     Containers, splits, synthetic generators and dataset loaders.
 linalg
