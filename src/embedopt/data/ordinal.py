@@ -309,14 +309,49 @@ def make_planted_embedding(
     Returns
     -------
     PlantedEmbedding
+        The held-out triplets ask questions ``(i, {j, k})`` that no training
+        triplet asks, and none twice (the training triplets are drawn with
+        replacement, as in :func:`make_random_triplets`).
     """
     if n_objects < 3 or n_dims < 1:
         raise InvalidParameterError(
             f"make_planted_embedding needs n_objects >= 3 and n_dims >= 1; got "
             f"{n_objects} and {n_dims}."
         )
+    n = int(n_objects)
     rng = resolve_random_state(random_state, "make_planted_embedding").numpy
-    P = rng.normal(0.0, np.sqrt(variance), size=(int(n_objects), int(n_dims)))
+    P = rng.normal(0.0, np.sqrt(variance), size=(n, int(n_dims)))
     train = make_random_triplets(P, n_train, flip_rate=flip_rate, random_state=rng)
-    test = make_random_triplets(P, n_test, random_state=rng)
+    # Held-out triplets ask other questions than the training ones (the paper
+    # splits one set of triplets in two): redraw those whose (i, {j, k}) is
+    # already a training question.
+    seen = np.unique(_question_keys(train.indices, n))
+    left = n * (n - 1) * (n - 2) // 2 - seen.size  # questions (i, {j, k}) left
+    if n_test > left:
+        raise InvalidParameterError(
+            f"make_planted_embedding cannot draw {n_test} held-out triplets that no "
+            f"training triplet asks: {n_objects} objects leave only {left} other "
+            "questions. Lower n_train / n_test or raise n_objects."
+        )
+    parts, have = [], 0
+    while have < n_test:
+        T = make_random_triplets(P, n_test - have + 16, random_state=rng).indices
+        keys = _question_keys(T, n)
+        _, first = np.unique(keys, return_index=True)
+        fresh = np.zeros(len(T), dtype=bool)
+        fresh[first] = True
+        fresh &= ~np.isin(keys, seen)
+        T = T[np.flatnonzero(fresh)[: n_test - have]]
+        seen = np.union1d(seen, _question_keys(T, n))
+        parts.append(T)
+        have += len(T)
+    test = Comparisons(np.concatenate(parts), n_objects=n, validate=False)
     return PlantedEmbedding(P, train, test)
+
+
+def _question_keys(T: np.ndarray, n: int) -> np.ndarray:
+    """One integer per triplet question ``(i, {j, k})``, whatever the answer."""
+    T = np.asarray(T, dtype=np.int64)
+    lo = np.minimum(T[:, 1], T[:, 2])
+    hi = np.maximum(T[:, 1], T[:, 2])
+    return (T[:, 0] * n + lo) * n + hi

@@ -20,7 +20,7 @@ from .givens import (
     get_pair_selection,
     givens_step,
 )
-from .gradient import gradient_descent, sgd
+from .gradient import GD_CONSTRAINTS, SGD_CONSTRAINTS, gradient_descent, sgd
 from .lbfgs import lbfgs
 from .momentum import MOMENTUM, NesterovRestart, NoMomentum
 from .monitor import STOPPING_RULES, IterationMonitor, IterationState, RelativeChange
@@ -34,13 +34,16 @@ from .step_sizes import (
     probe_step,
     stabilized_bb_step,
 )
-from .svrg import svrg
+from .svrg import SVRG_CONSTRAINTS, svrg
 
 __all__ = [
+    "GD_CONSTRAINTS",
     "MOMENTUM",
     "PAIR_SELECTIONS",
+    "SGD_CONSTRAINTS",
     "STEP_SIZES",
     "STOPPING_RULES",
+    "SVRG_CONSTRAINTS",
     "BarzilaiBorwein",
     "ConstantStep",
     "FiniteSum",

@@ -18,7 +18,7 @@ from .monitor import IterationMonitor
 from .result import SolverResult
 from .step_sizes import FIXED_STEP_SAFETY, STEP_SIZES, probe_step
 
-__all__ = ["gradient_descent", "sgd"]
+__all__ = ["GD_CONSTRAINTS", "SGD_CONSTRAINTS", "gradient_descent", "sgd"]
 
 _CHUNK = 1 << 20
 _MAX_HALVINGS = 40  # of a fixed step that increases the objective (safeguard)
@@ -30,6 +30,23 @@ _COMMON = {
     "verbose": [Interval(int, 0, None), "boolean"],
     "callback": ["callable", None],
     "evaluate": ["callable", None],
+}
+
+#: Constraints of :func:`sgd`'s parameters (callers may check them early).
+SGD_CONSTRAINTS = {
+    **_COMMON,
+    "decay": [Interval(float, 0, None)],
+    "batch_size": [Interval(int, 1, None)],
+    "samples_per_epoch": [Interval(int, 1, None), None],
+}
+#: Constraints of :func:`gradient_descent`'s parameters.
+GD_CONSTRAINTS = {
+    **_COMMON,
+    "step_size": [Options(STEP_SIZES)],
+    "epsilon": [Interval(float, 0, None)],
+    "steps_per_iteration": [Interval(int, 1, None)],
+    "project": ["callable", None],
+    "safeguard": ["boolean"],
 }
 
 
@@ -111,12 +128,7 @@ def sgd(
             callback=callback,
             evaluate=evaluate,
         ),
-        {
-            **_COMMON,
-            "decay": [Interval(float, 0, None)],
-            "batch_size": [Interval(int, 1, None)],
-            "samples_per_epoch": [Interval(int, 1, None), None],
-        },
+        SGD_CONSTRAINTS,
     )
     rs = resolve_random_state(random_state, name)
     generator = rs.torch(x0.device)
@@ -227,14 +239,7 @@ def gradient_descent(
             callback=callback,
             evaluate=evaluate,
         ),
-        {
-            **_COMMON,
-            "step_size": [Options(STEP_SIZES)],
-            "epsilon": [Interval(float, 0, None)],
-            "steps_per_iteration": [Interval(int, 1, None)],
-            "project": ["callable", None],
-            "safeguard": ["boolean"],
-        },
+        GD_CONSTRAINTS,
     )
     n = int(problem.n_samples)
     monitor = _monitor(name, max_iter, tol, verbose, callback, owner)

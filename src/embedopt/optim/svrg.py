@@ -46,11 +46,12 @@ from .monitor import IterationMonitor
 from .result import SolverResult
 from .step_sizes import FIXED_STEP_SAFETY, STEP_SIZES, StabilizedBB, probe_step
 
-__all__ = ["svrg"]
+__all__ = ["SVRG_CONSTRAINTS", "svrg"]
 
 _CHUNK = 1 << 20  # sampled indices drawn at once (bounds the memory)
 
-_CONSTRAINTS = {
+#: Constraints of :func:`svrg`'s parameters (callers may check them early).
+SVRG_CONSTRAINTS = {
     "step_size": [
         Options(STEP_SIZES),
         InstanceOf(tuple(STEP_SIZES.values()), "a step-size rule object"),
@@ -242,7 +243,7 @@ def svrg(
             callback=callback,
             evaluate=evaluate,
         ),
-        _CONSTRAINTS,
+        SVRG_CONSTRAINTS,
     )
     rs = resolve_random_state(random_state, name)
     generator = rs.torch(x0.device)

@@ -24,7 +24,14 @@ number of objects (lazy full-gradient term, see :mod:`embedopt.optim.svrg`).
 
 from __future__ import annotations
 
-from ..optim import SolverResult, gradient_descent
+from .._core import validate_params
+from ..optim import (
+    GD_CONSTRAINTS,
+    SGD_CONSTRAINTS,
+    SVRG_CONSTRAINTS,
+    SolverResult,
+    gradient_descent,
+)
 from ..optim import sgd as _sgd
 from ..optim import svrg as _svrg
 from .convex import projected_gd
@@ -57,7 +64,10 @@ def _epoch_samples(n: int, update_frequency: int | None) -> int:
     return n + 2 * int(update_frequency or n)
 
 
-def _prepare(comparisons, n_components, common, owner):
+def _prepare(comparisons, n_components, common, owner, constraints):
+    # The solver's own parameters are checked before the (possibly large)
+    # comparisons are validated and moved to the device.
+    validate_params(owner, common, constraints)
     return setup(
         comparisons,
         n_components,
@@ -74,7 +84,7 @@ def _prepare(comparisons, n_components, common, owner):
 
 
 def _run_svrg(comparisons, n_components, name, common, **svrg_kwargs):
-    s = _prepare(comparisons, n_components, common, name)
+    s = _prepare(comparisons, n_components, common, name, SVRG_CONSTRAINTS)
     if common.pop("relative_epsilon", False):
         common["epsilon"] *= s.problem.curvature_scale
     return _svrg(
@@ -321,7 +331,7 @@ def sgd(
     comps = common.pop("comparisons")
     p = common.pop("n_components")
     m = common.pop("update_frequency")
-    s = _prepare(comps, p, common, "SGD")
+    s = _prepare(comps, p, common, "SGD", SGD_CONSTRAINTS)
     return _sgd(
         s.problem,
         s.x0,
@@ -378,7 +388,7 @@ def batch_gd(
     comps = common.pop("comparisons")
     p = common.pop("n_components")
     m = common.pop("update_frequency")
-    s = _prepare(comps, p, common, "Batch GD")
+    s = _prepare(comps, p, common, "Batch GD", GD_CONSTRAINTS)
     n = s.problem.n_samples
     return gradient_descent(
         s.problem,
