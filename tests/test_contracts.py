@@ -18,6 +18,7 @@ import pytest
 import embedopt.completion.estimators as mc_module
 import embedopt.ordinal.estimators as oe_module
 import embedopt.quantization.estimators as pq_module
+import embedopt.quantization.two_tower as tt_module
 from embedopt._core import (
     DataValidationError,
     InvalidParameterError,
@@ -29,7 +30,12 @@ from embedopt.data import make_low_rank_tensor, make_planted_embedding
 from embedopt.ordinal import LOSSES as OE_LOSSES
 from embedopt.ordinal import SOLVERS as OE_SOLVERS
 from embedopt.ordinal import OrdinalEmbedding
-from embedopt.quantization import ROTATIONS, ProductQuantizer
+from embedopt.quantization import (
+    ROTATIONS,
+    TWO_TOWER_ROTATIONS,
+    ProductQuantizer,
+    TwoTowerRetrieval,
+)
 from tests.conftest import random_entries
 
 
@@ -309,6 +315,77 @@ CASES.append(
     )
 )
 
+
+def _tt_data():
+    rng = np.random.default_rng(0)
+    users = rng.integers(0, 20, 240)
+    items = (users % 4) * 3 + rng.integers(0, 3, 240)  # 4 planted user groups
+    pairs = np.unique(np.stack([users, items], 1), axis=0)
+    return ((pairs[:, 0], pairs[:, 1]),)
+
+
+CASES.append(
+    EstimatorCase(
+        name="TwoTowerRetrieval",
+        make=lambda **kw: TwoTowerRetrieval(
+            **{
+                "n_components": 4,
+                "hidden": 4,
+                "n_subquantizers": 2,
+                "n_centroids": 4,
+                "batch_size": 16,
+                "warmup_steps": 5,
+                "max_iter": 6,
+                "warm_start_samples": 32,
+                "warm_start_iter": 2,
+                "log_every": 3,
+                "device": "cpu",
+                **kw,
+            },
+            **({} if "random_state" in kw else {"random_state": 0}),
+        ),
+        fit_args=_tt_data,
+        output=lambda est, args: est.recommend(np.arange(20), 3),
+        fitted_attr="net_",
+        options=[{"rotation": r} for r in TWO_TOWER_ROTATIONS]
+        + [
+            {"loss": "softmax"},
+            {"dtype": "float64"},
+            {"distortion_weight": 0.0},
+            {"warmup_steps": 0},
+            {"verbose": 1},
+        ],
+        wiring=[
+            (
+                tt_module,
+                "train_towers",
+                {
+                    "max_iter": (4, "n_steps"),
+                    "batch_size": (8, "batch_size"),
+                    "loss": ("softmax", "loss"),
+                    "margin": (0.3, "margin"),
+                    "temperature": (0.2, "temperature"),
+                    "distortion_weight": (0.5, "distortion_weight"),
+                    "log_every": (2, "log_every"),
+                },
+            ),
+            (tt_module, "GivensOptimizer", {"rotation_learning_rate": (0.3, "lr")}),
+        ],
+        bad_params=[
+            {"n_components": 0},
+            {"rotation": "svd"},
+            {"loss": "mse"},
+            {"batch_size": 1},
+            {"temperature": 0.0},
+            {"learning_rate": -1.0},
+            {"max_iter": 0},
+            {"device": "tpu"},
+        ],
+        bad_inputs=[
+            (((np.array([-1, 0]), np.array([0, 1])),), DataValidationError, "non-neg"),
+        ],
+    )
+)
 
 ids = [c.name for c in CASES]
 

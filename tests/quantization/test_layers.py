@@ -38,9 +38,13 @@ def test_forward_is_quantization_and_backward_is_straight_through(rotation):
         rel=1e-5,
     )
     w = torch.randn(16, 8)
-    (out * w).sum().backward()
+    (out * w).sum().backward(retain_graph=True)
     # d/dx of phi(xR)R^T with phi ~ identity: w R R^T = w for orthogonal R.
     torch.testing.assert_close(x.grad, w, atol=1e-5, rtol=1e-5)
+    # codebooks learn from the distortion term only (documented choice)
+    assert layer.codebooks.grad is None or not layer.codebooks.grad.any()
+    dist.backward()
+    assert layer.codebooks.grad.abs().sum() > 0
 
 
 def test_distortion_trains_codebooks_and_givens_rotation():
@@ -137,6 +141,14 @@ def test_two_tower_protocol_and_shared_warm_start():
         assert not set(rec[q]) & set(i[u == q].tolist())
     ev = gcd.evaluate((u[:50], i[:50]), k=5)
     assert 0 <= ev["precision@5"] <= 1 and 0 <= ev["recall@5"] <= 1
+    # more than the items left after the exclusions: padded with -1
+    rec = gcd.recommend(np.arange(30), k=20, exclude=(u, i))
+    for q in range(30):
+        left = 20 - len(set(i[u == q].tolist()))
+        assert sorted(rec[q][:left]) == sorted(set(range(20)) - set(i[u == q]))
+        assert np.all(rec[q][left:] == -1)
+    with pytest.raises(InvalidParameterError, match="'k' parameter"):
+        gcd.recommend([0], k=0)
 
 
 def test_two_tower_bad_input():

@@ -40,7 +40,11 @@ ROTATIONS = {
     "gcd-r-overlap": "Givens coordinate descent, overlapping random pairs",
     "gcd-g-overlap": "Givens coordinate descent, overlapping greedy pairs",
     "cayley": "gradient steps on the Cayley parameterization",
-    "unconstrained": "gradient steps on a free matrix (not orthogonal)",
+    "unconstrained": (
+        "gradient steps on a free matrix with the soft orthogonality penalty "
+        "||R^T R - I||^2 (weight 1, see UnconstrainedLearner): without it the "
+        "fixed-code least-squares step rescales R freely"
+    ),
 }
 
 _GCD = {
@@ -337,7 +341,12 @@ class ProductQuantizer(BaseEstimator):
                 f"codes must lie in [0, {K}); got values in [{int(c.min())}, "
                 f"{int(c.max())}]."
             )
-        return torch.as_tensor(c.astype(np.int64), device=self.rotation_tensor_.device)
+        # Compact on the device (uint8, or int32 for uint16 codes: torch's
+        # uint16 supports few ops); search widens one database block at a time.
+        small = np.uint8 if c.dtype == np.uint8 else np.int32
+        return torch.as_tensor(
+            c.astype(small, copy=False), device=self.rotation_tensor_.device
+        )
 
     def decode(self, codes) -> np.ndarray:
         """Reconstructions ``phi(X R) R^T`` from codes.

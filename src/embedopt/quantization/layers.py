@@ -205,7 +205,11 @@ class ProductQuantizationLayer(nn.Module):
         -------
         out : torch.Tensor, shape (m, dim)
             ``phi(x R) R^T`` in the forward pass; gradients flow to x and R as
-            if ``phi`` were the identity.
+            if ``phi`` were the identity (straight-through, ``z + sg(q - z)``).
+            The codebooks get no gradient from ``out``: they learn from the
+            distortion term only, as in Zhang et al.'s joint PQ training and
+            VQ-VAE's codebook loss, so a retrieval loss cannot pull centroids
+            away from the vectors they quantize.
         distortion : torch.Tensor
             ``(1/m) ||x R - phi(x R)||^2`` (eq. 1), differentiable in x, R and
             the codebooks.

@@ -28,7 +28,7 @@ from .._core import (
     resolve_dtype,
     resolve_random_state,
 )
-from ..linalg.rotations import orthogonality_error
+from ..linalg.rotations import orthogonality_error, reorthogonalize
 from ..optim import IterationMonitor, SolverResult
 from ..optim.givens import PairSelection
 from .codebooks import decode, kmeans_plusplus, lloyd, random_init, split
@@ -54,6 +54,10 @@ __all__ = [
 
 #: Codebook seeding rules by name.
 KMEANS_INITS = {"k-means++": kmeans_plusplus, "random": random_init}
+
+
+#: ``max |R^T R - I|`` above which an orthogonal learner's R is re-orthogonalized.
+_REORTH_TOL = 1e-6
 
 
 @dataclass
@@ -284,6 +288,14 @@ def rotated_pq(
             R = learner.step(X, Y, R)
             if not bool(torch.isfinite(R).all()):
                 raise monitor.instability("the rotation became non-finite")
+        with monitor.paused():
+            orth_err = orthogonality_error(R)
+            if orthogonal and learner is not None and orth_err > _REORTH_TOL:
+                # Rounding R to float32 after every step lets R^T R drift like
+                # sqrt(iterations) * 1e-7; one Newton-Schulz step squares the
+                # error (as GivensOptimizer does), so it rarely runs.
+                R = reorthogonalize(R)
+                orth_err = orthogonality_error(R)
         Xs = split(X @ R, M)
         cb, codes, err, n_empty = lloyd(Xs, cb, kmeans_iter)
         if orthogonal:
@@ -294,8 +306,8 @@ def rotated_pq(
         values = dict(objective=obj, empty_clusters=n_empty)
         if learner is not None:
             values.update(learner.info())
+        values["orthogonality_error"] = orth_err
         with monitor.paused():
-            values["orthogonality_error"] = orthogonality_error(R)
             if Xv is not None:
                 values["val_distortion"] = distortion(Xv, R, cb)
         if monitor.record(RotatedPQ(R, cb), **values):

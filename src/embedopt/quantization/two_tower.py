@@ -33,6 +33,7 @@ from .._core import (
     ConvergenceWarning,
     DataValidationError,
     Interval,
+    InvalidParameterError,
     Options,
     check_is_fitted,
     resolve_device,
@@ -722,9 +723,16 @@ class TwoTowerRetrieval(BaseEstimator):
         Returns
         -------
         numpy.ndarray of int64, shape (n, k)
+            Item ids by decreasing score; -1 pads a row when fewer than k
+            items are left after the exclusions.
         """
         check_is_fitted(self, "net_")
         net = self.net_
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise InvalidParameterError(
+                f"The 'k' parameter of {type(self).__name__}.recommend must be an "
+                f"int in [1, inf). Got {k!r}."
+            )
         u = np.asarray(users, dtype=np.int64).ravel()
         if u.size and (u.min() < 0 or u.max() >= self.shape_[0]):
             raise DataValidationError(
@@ -742,7 +750,7 @@ class TwoTowerRetrieval(BaseEstimator):
             for q, (a, b) in enumerate(zip(*bounds, strict=True)):
                 seen[q] = set(ec[a:b].tolist())
             extra = max((len(s) for s in seen.values()), default=0)
-        out = np.empty((u.size, k), dtype=np.int64)
+        out = np.full((u.size, k), -1, dtype=np.int64)
         for a in range(0, u.size, 512):
             q = net.users(torch.as_tensor(u[a : a + 512], device=dev))
             _, ids = net.index.search(q, codes, min(k + extra, codes.shape[0]))
@@ -750,7 +758,7 @@ class TwoTowerRetrieval(BaseEstimator):
             for r in range(ids.shape[0]):
                 s = seen.get(a + r)
                 row = ids[r] if not s else ids[r][~np.isin(ids[r], list(s))]
-                out[a + r] = row[:k]
+                out[a + r, : min(k, row.size)] = row[:k]
         return out
 
     def evaluate(self, test, *, exclude=None, k: int = 100) -> dict:
