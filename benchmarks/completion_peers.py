@@ -1,12 +1,18 @@
 """AIS-Impute against fancyimpute's SoftImpute on the paper's synthetic problem.
 
 Same data for both (rank-5 m x m, 15 m log m training entries, N(0, 0.05^2)
-noise), same lambda (chosen on a validation set with embedopt's path), same
-fixed point: fancyimpute iterates ``X <- SVT_lambda(P_Omega(O) + P_Omega^c(X))``
-on a dense m x m array (full SVD, or randomized SVD with ``max_rank``); AIS-
-Impute keeps the iterate sparse + low-rank. Reported: fancyimpute's time and
-test NMSE, the time AIS-Impute needs to reach the same test NMSE (NMSE tracked
-every iteration, excluded from the timing), the speed-up, and peak memory.
+noise), same lambda, same fixed point: fancyimpute iterates
+``X <- SVT_lambda(P_Omega(O) + P_Omega^c(X))`` on a dense m x m array (full
+SVD, or randomized SVD with ``max_rank``); AIS-Impute keeps the iterate sparse
++ low-rank. lambda is the one Table III's protocol picks on the validation set
+(post-processed NMSE): its solution has the true rank 5, which fancyimpute's
+``max_rank=10`` can represent. (The smaller lambda that is best *without*
+post-processing has a rank-180 solution at m = 2000: a rank-10 peer cannot
+reach that fixed point, and the comparison would not be like for like.)
+Reported: fancyimpute's time and test NMSE, the time AIS-Impute needs to reach
+the same test NMSE (NMSE tracked every iteration, excluded from the timing),
+the speed-up, peak memory, and AIS-Impute's NMSE after its post-processing
+(which fancyimpute does not offer).
 Sizes beyond what the peer can hold run the peer under a memory limit
 (``--mem-limit-gb``) so that it fails cleanly with MemoryError.
 
@@ -27,7 +33,7 @@ import numpy as np
 
 import common
 from embedopt import ConvergenceWarning
-from embedopt.completion import CompletionProblem, ais_impute, lambda_path
+from embedopt.completion import CompletionProblem, ais_impute, lambda_path, postprocess
 from embedopt.data import make_low_rank_matrix, split_entries
 from embedopt.metrics import nmse_lowrank
 
@@ -86,7 +92,7 @@ def main():
             train, validation=val, dtype="float64", device=args.device
         )
         lam = lambda_path(
-            problem, postprocess=False, random_state=0, n_lambdas=25
+            problem, postprocess=True, random_state=0, n_lambdas=25
         ).best_lambda
         obs = (prob.observed.rows, prob.observed.cols)
         curve = []
@@ -102,11 +108,12 @@ def main():
                 )
             )
 
+        train_problem = CompletionProblem(train, dtype="float64", device=args.device)
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             res = ais_impute(
-                CompletionProblem(train, dtype="float64", device=args.device),
+                train_problem,
                 lam,
                 tol=1e-5,
                 max_iter=1000,
@@ -114,6 +121,10 @@ def main():
                 callback=track,
             )
         ours_wall = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        Up, sp, Vp = postprocess(train_problem, *res.x)
+        pp_seconds = time.perf_counter() - t0
+        pp_nmse = nmse_lowrank((Up * sp).cpu(), Vp.cpu(), prob.U, prob.V, exclude=obs)
         ours_rss = common.peak_rss_gb()
         payload = dict(
             rows=train.rows,
@@ -133,6 +144,8 @@ def main():
             m=m,
             lam=lam,
             ours_final_nmse=float(errs[-1]),
+            ours_postprocessed_nmse=pp_nmse,
+            ours_postprocess_seconds=pp_seconds,
             ours_seconds=res.elapsed,
             ours_wall=ours_wall,
             ours_peak_rss_gb=ours_rss,
@@ -153,6 +166,7 @@ def main():
                     peer["seconds"],
                     f"{peer['peak_rss_gb']:.2f}",
                     f"{errs[-1]:.4f}",
+                    f"{pp_nmse:.4f}",
                     t_same,
                     res.elapsed,
                     entry["speedup"],
@@ -166,6 +180,7 @@ def main():
                     "",
                     "",
                     f"{errs[-1]:.4f}",
+                    f"{pp_nmse:.4f}",
                     "",
                     res.elapsed,
                     "",
@@ -180,6 +195,7 @@ def main():
             "fancyimpute s",
             "fancyimpute peak GB",
             "AIS-Impute final NMSE",
+            "AIS-Impute + post-proc. NMSE",
             "AIS s to same NMSE",
             "AIS s to converge",
             "speed-up",

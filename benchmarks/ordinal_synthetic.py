@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 
 from embedopt.data import make_planted_embedding
-from embedopt.ordinal import batch_gd, projected_gd, sgd, svrg, svrg_sbb
+from embedopt.ordinal import batch_gd, projected_gd, sgd, svrg, svrg_sbb, svrg_sbb_pl
 
 TARGET = 0.15
 LOSSES = ["gnmds", "ckl", "ste", "tste", "soe"]
@@ -46,6 +46,7 @@ def methods(quick: bool):
             svrg_sbb,
             {"batch_size": 100, "update_frequency": 2500},
         ),
+        ("SVRG-SBB_eps PL (Alg. 2, b=100)", svrg_sbb_pl, {"batch_size": 100}),
         ("cvx (projected GD)", projected_gd, {}),
     ]
     return out
