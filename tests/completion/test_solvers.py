@@ -268,3 +268,32 @@ def test_divergence_is_reported():
             random_state=0,
             lam_start=1e-3,
         )
+
+
+def test_adaptive_rank_cap_grows_to_the_solution_rank():
+    # The solution has rank > 10, so the adaptive cap (start 10, +1 when the
+    # thresholded rank reaches it) must grow; the fixed point is the same as
+    # with the paper's uncapped basis QR([V_t, V_{t-1}]).
+    entries, _, _ = random_entries(m=60, n=50, rank=14, frac=0.6, seed=3)
+    lam = 0.5
+    Xref = _reference_solution(entries, lam, iters=3000)
+    Fref = _objective(entries, Xref, lam)
+    assert int((torch.linalg.svdvals(Xref) > 1e-6).sum()) > 10
+    runs = {
+        adaptive: ais_impute(
+            entries,
+            lam,
+            tol=1e-12,
+            max_iter=4000,
+            dtype="float64",
+            random_state=0,
+            adaptive_rank=adaptive,
+        )
+        for adaptive in (True, False)
+    }
+    for res in runs.values():
+        assert _objective(entries, _X(res), lam) == pytest.approx(Fref, rel=1e-6)
+    k = runs[True].history["svd_rank"]
+    # the basis never exceeds the cap, which starts at 10 and grows by one
+    assert np.all(k <= 10 + np.arange(k.size))
+    assert k.max() > 10

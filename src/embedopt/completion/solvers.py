@@ -75,27 +75,54 @@ class ApproxSVT:
     """Approximate SVT by the warm-started power method (Algorithms 1-2).
 
     The basis is ``R_t = QR([V_t, V_{t-1}])`` (Algorithm 3, steps 6-7), capped
-    at ``max_rank`` columns.
+    at ``max_rank`` columns and, with ``adaptive_rank``, at an adaptive
+    ``k_t`` per mode: ``k`` starts at ``max(ADAPTIVE_MIN_RANK, 2 rank(X_0))``
+    and grows by one each time the thresholded rank reaches it.
+
+    Why the adaptive cap: with ``R_t = [V_t, V_{t-1}]`` alone the rank of an
+    iterate can reach ``rank(X_t) + rank(X_{t-1})``, and in the middle of the
+    continuation (lambda_t still large, momentum overshooting) it roughly
+    doubles every iteration before it falls back to the rank of the solution
+    (measured on the Table III problem at m = 2000: 1, 2, 5, 13, 32, 67 for a
+    rank-5 solution), and the cost of an iteration grows with it. The
+    authors' released code caps the basis the same way (at twice the true
+    rank, growing by one when reached). A truncated basis only makes the SVT
+    more inexact while the cap binds; once the cap exceeds the rank of the
+    solution it no longer binds, so the fixed point is unchanged.
     """
 
     name = "approx"
+    #: Smallest adaptive cap on the power method's basis.
+    ADAPTIVE_MIN_RANK = 10
 
     def __init__(
         self,
         power_iters: int = 3,
         max_rank: int | None = None,
         generator: torch.Generator | None = None,
+        adaptive_rank: bool = True,
         **_,
     ):
         self.power_iters = power_iters
         self.max_rank = max_rank
         self.generator = generator
+        self.adaptive_rank = adaptive_rank
+        self._caps: dict[int, int] = {}
 
-    def __call__(self, op, threshold, cur: _Iterate, prev: _Iterate):
-        R = warm_start_basis(
-            cur.V, prev.V, max_cols=self.max_rank, generator=self.generator
-        )
+    def _cap(self, mode: int, cur: _Iterate) -> int | None:
+        if not self.adaptive_rank:
+            return self.max_rank
+        if mode not in self._caps:
+            self._caps[mode] = max(self.ADAPTIVE_MIN_RANK, 2 * cur.rank)
+        cap = self._caps[mode]
+        return cap if self.max_rank is None else min(cap, self.max_rank)
+
+    def __call__(self, op, threshold, cur: _Iterate, prev: _Iterate, mode: int = 0):
+        cap = self._cap(mode, cur)
+        R = warm_start_basis(cur.V, prev.V, max_cols=cap, generator=self.generator)
         U, s, V, Q = approx_svt(op, R, threshold, self.power_iters)
+        if self.adaptive_rank and s.numel() >= self._caps[mode]:
+            self._caps[mode] += 1
         return U, s, V, Q.shape[1]
 
 
@@ -120,7 +147,7 @@ class ExactSVT:
     def _operator(self, op):
         return op
 
-    def __call__(self, op, threshold, cur: _Iterate, prev: _Iterate):
+    def __call__(self, op, threshold, cur: _Iterate, prev: _Iterate, mode: int = 0):
         k0 = cur.rank + 1
         if self.max_rank is not None:
             k0 = min(k0, self.max_rank)
@@ -183,6 +210,7 @@ def proximal_completion(
     lam_start: float | None = None,
     power_iters: int = 3,
     max_rank: int | None = None,
+    adaptive_rank: bool = True,
     init=None,
     weights: torch.Tensor | None = None,
     linear: tuple[torch.Tensor, torch.Tensor] | None = None,
@@ -229,6 +257,13 @@ def proximal_completion(
         J, power iterations per approximate SVT (paper: 3).
     max_rank : int, optional
         Cap on the rank of the iterates (per mode; None: no cap).
+    adaptive_rank : bool
+        With ``svt="approx"``: cap the power method's basis at an adaptive
+        rank that starts at ``max(10, 2 rank(init))`` and grows by one each
+        time the thresholded rank reaches it (see :class:`ApproxSVT`; the
+        fixed point is unchanged). False gives the paper's pseudo-code basis
+        ``QR([V_t, V_{t-1}])``, whose rank can double per iteration in the
+        middle of the continuation.
     init : tuple (U, s, V) or list of them (tensors), optional
         Warm start ``X_0 = X_1``.
     weights : torch.Tensor, optional
@@ -288,6 +323,7 @@ def proximal_completion(
     strategy = SVT_METHODS[svt](
         power_iters=power_iters,
         max_rank=max_rank,
+        adaptive_rank=adaptive_rank,
         generator=rs.torch(dev),
         random_state=rs.numpy,
     )
@@ -377,7 +413,7 @@ def proximal_completion(
             w = regularizer.weights(c.s) if regularizer is not None else weights
             threshold = mu * lam_t[d] if w is None else mu * lam_t[d] * w
             try:
-                U, s, V, k = strategy(op, threshold, c, p)
+                U, s, V, k = strategy(op, threshold, c, p, mode=d)
             except torch.linalg.LinAlgError as exc:
                 raise monitor.instability(f"the SVT failed ({exc})") from exc
             new.append(_Iterate(U, s, V, unf.values(U, s, V)))
@@ -438,6 +474,7 @@ _COMMON_CONSTRAINTS = {
     "lam_start": [Interval(float, 0, None, closed="neither"), None],
     "power_iters": [Interval(int, 0, None)],
     "max_rank": [Interval(int, 1, None), None],
+    "adaptive_rank": ["boolean"],
     "verbose": [Interval(int, 0, None), "boolean"],
     "callback": ["callable", None],
     "random_state": ["random_state"],
@@ -470,6 +507,7 @@ def ais_impute(
     lam_start: float | None = None,
     power_iters: int = 3,
     max_rank: int | None = None,
+    adaptive_rank: bool = True,
     init=None,
     mode_weights=None,
     random_state=None,
@@ -517,6 +555,14 @@ def ais_impute(
         J (paper: 3).
     max_rank : int, optional
         Cap on the rank of the iterates.
+    adaptive_rank : bool
+        Cap the power method's basis at a rank that starts at
+        ``max(10, 2 rank(init))`` and grows by one whenever the iterate
+        reaches it (as the authors' released code does); False uses the
+        pseudo-code's ``QR([V_t, V_{t-1}])``, whose rank can double every
+        iteration in mid-continuation. Same fixed point; on the Table III
+        problem at m = 4000 the capped run was about 10x faster. Ignored with
+        ``exact_svt=True``.
     init : tuple (U, s, V), optional
         Warm start (a list of them, one per mode, for tensors).
     mode_weights : sequence of float, optional
@@ -560,6 +606,7 @@ def ais_impute(
         lam_start=lam_start,
         power_iters=power_iters,
         max_rank=max_rank,
+        adaptive_rank=adaptive_rank,
         init=init,
         mode_weights=mode_weights,
         random_state=random_state,
