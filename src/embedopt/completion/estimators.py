@@ -389,7 +389,8 @@ class MatrixCompletion(_CompletionEstimator):
     center_reg : float
         Ridge pseudo-count of the row/column offsets.
     n_lambdas, lambda_min_ratio, patience : int, float, int
-        The path of ``lam="auto"``.
+        The path of ``lam="auto"`` (see
+        :func:`~embedopt.completion.lambda_path`).
     validation_fraction : float
         Fraction of entries held out to select lambda when ``fit`` receives no
         validation entries.
@@ -476,7 +477,7 @@ class MatrixCompletion(_CompletionEstimator):
         center_reg=5.0,
         n_lambdas=20,
         lambda_min_ratio=1e-3,
-        patience=2,
+        patience=1,
         validation_fraction=0.1,
         refit=True,
         random_state=None,
@@ -585,7 +586,7 @@ class TensorCompletion(_CompletionEstimator):
         center_reg=5.0,
         n_lambdas=20,
         lambda_min_ratio=1e-3,
-        patience=2,
+        patience=1,
         validation_fraction=0.1,
         refit=True,
         random_state=None,

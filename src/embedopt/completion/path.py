@@ -100,7 +100,7 @@ def lambda_path(
     lambda_min_ratio: float = 1e-3,
     solver: str = "ais_impute",
     postprocess: bool | str = "auto",
-    patience: int | None = 2,
+    patience: int | None = 1,
     loss="square",
     shape=None,
     device="auto",
@@ -140,7 +140,13 @@ def lambda_path(
         lambda / low rank) but can overfit at small lambda / high rank.
     patience : int or None
         Stop after this many consecutive lambdas without a better validation
-        score (None: solve the whole grid).
+        score (None: solve the whole grid). The default 1 stops at the first
+        lambda that validates worse: the solves past the optimum are the
+        expensive high-rank ones (MovieLens-1M, 80 % split: ranks 313 and 389
+        after the optimum's 210, 546 of the 710 s of a patience-2 fit), and on
+        MovieLens-100K (3 random 80/20 splits) patience 1 selected the same
+        lambda as patience 2 in half the time. Raise it when the validation
+        set is small and its curve noisy.
     loss, shape, device, dtype
         See :class:`CompletionProblem`.
     max_iter, tol, decay, power_iters, max_rank, mode_weights, random_state,
