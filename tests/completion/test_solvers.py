@@ -271,9 +271,10 @@ def test_divergence_is_reported():
 
 
 def test_adaptive_rank_cap_grows_to_the_solution_rank():
-    # The solution has rank > 10, so the adaptive cap (start 10, +1 when the
-    # thresholded rank reaches it) must grow; the fixed point is the same as
-    # with the paper's uncapped basis QR([V_t, V_{t-1}]).
+    # The solution has rank > 10, so the adaptive cap (start 10, +1 per
+    # iteration while it is below twice the rank, doubled when the truncated
+    # iteration converges) must grow; the fixed point is the same as with the
+    # paper's uncapped basis QR([V_t, V_{t-1}]).
     entries, _, _ = random_entries(m=60, n=50, rank=14, frac=0.6, seed=3)
     lam = 0.5
     Xref = _reference_solution(entries, lam, iters=3000)
@@ -294,6 +295,30 @@ def test_adaptive_rank_cap_grows_to_the_solution_rank():
     for res in runs.values():
         assert _objective(entries, _X(res), lam) == pytest.approx(Fref, rel=1e-6)
     k = runs[True].history["svd_rank"]
-    # the basis never exceeds the cap, which starts at 10 and grows by one
+    # the basis never exceeds the cap, which starts at 10 and grows by one per
+    # iteration until a converged binding iteration doubles it
     assert np.all(k <= 10 + np.arange(k.size))
     assert k.max() > 10
+
+
+def test_adaptive_rank_cap_leaves_a_user_max_rank_alone():
+    # With max_rank below the adaptive cap's start, the basis is max_rank
+    # columns either way, and a binding max_rank truncation is the user's
+    # choice, not the adaptive cap's: both runs are the same iteration for
+    # iteration and stop on the tolerance.
+    entries, _, _ = random_entries(m=60, n=50, rank=14, frac=0.6, seed=3)
+    a, b = (
+        ais_impute(
+            entries,
+            0.5,
+            max_rank=8,
+            tol=1e-6,
+            max_iter=500,
+            dtype="float64",
+            random_state=0,
+            adaptive_rank=adaptive,
+        )
+        for adaptive in (True, False)
+    )
+    assert a.n_iter == b.n_iter and a.stop_reason == "tol"
+    np.testing.assert_allclose(a.history["objective"], b.history["objective"])

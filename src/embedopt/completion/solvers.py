@@ -94,10 +94,11 @@ class ApproxSVT:
     rank, growing by one when the rank reaches it). A truncated basis only
     makes the SVT more inexact while the cap binds; at a stop the cap is at
     least twice the rank, as in the pseudo-code, so the fixed point is
-    unchanged. Growing by
-    one keeps the mid-continuation transient small; doubling on convergence
-    reaches a genuinely higher rank fast (a warm-started lambda-path step on
-    MovieLens-1M goes from rank 39 to 210).
+    unchanged. Growing by one keeps the mid-continuation transient small;
+    doubling on convergence reaches a genuinely higher rank fast (a
+    warm-started lambda-path step on MovieLens-1M goes from rank 39 to 210).
+    A user's ``max_rank`` stays a hard ceiling: a cap that has reached it no
+    longer binds.
     """
 
     name = "approx"
@@ -132,7 +133,14 @@ class ApproxSVT:
         R = warm_start_basis(cur.V, prev.V, max_cols=cap, generator=self.generator)
         U, s, V, Q = approx_svt(op, R, threshold, self.power_iters)
         self.binding.discard(mode)
-        if self.adaptive_rank and 2 * s.numel() > self._caps[mode]:
+        adaptive_cap = self._caps.get(mode)
+        # Once the adaptive cap reaches a user's max_rank, max_rank rules: that
+        # truncation is asked for, and must not keep the solver from stopping.
+        if (
+            adaptive_cap is not None
+            and 2 * s.numel() > adaptive_cap
+            and (self.max_rank is None or adaptive_cap < self.max_rank)
+        ):
             self._caps[mode] += 1
             self.binding.add(mode)
         return U, s, V, Q.shape[1]

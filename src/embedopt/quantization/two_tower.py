@@ -33,13 +33,13 @@ from .._core import (
     ConvergenceWarning,
     DataValidationError,
     Interval,
-    InvalidParameterError,
     Options,
     check_is_fitted,
     resolve_device,
     resolve_dtype,
     resolve_random_state,
     to_numpy,
+    validate_params,
 )
 from ..data import ObservedEntries
 from ..metrics import precision_at_k, recall_at_k
@@ -728,11 +728,8 @@ class TwoTowerRetrieval(BaseEstimator):
         """
         check_is_fitted(self, "net_")
         net = self.net_
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise InvalidParameterError(
-                f"The 'k' parameter of {type(self).__name__}.recommend must be an "
-                f"int in [1, inf). Got {k!r}."
-            )
+        owner = f"{type(self).__name__}.recommend"
+        validate_params(owner, dict(k=k), {"k": [Interval(int, 1, None)]})
         u = np.asarray(users, dtype=np.int64).ravel()
         if u.size and (u.min() < 0 or u.max() >= self.shape_[0]):
             raise DataValidationError(
