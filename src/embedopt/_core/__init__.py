@@ -1,6 +1,7 @@
 """Core services: devices, dtypes, randomness, validation, errors, logging."""
 
 from .base import BaseEstimator, check_is_fitted, clone
+from .context import FitContext, resolve_fit_context
 from .device import resolve_device, resolve_dtype, to_numpy
 from .exceptions import (
     ConvergenceWarning,
@@ -13,6 +14,7 @@ from .exceptions import (
 )
 from .log import get_logger
 from .random import RandomState, resolve_random_state
+from .registry import Registry, canonical_name
 from .validation import InstanceOf, Interval, Options, check_param, validate_params
 
 __all__ = [
@@ -21,6 +23,7 @@ __all__ = [
     "DataValidationError",
     "DeviceUnavailableError",
     "EmbedoptError",
+    "FitContext",
     "InstanceOf",
     "Interval",
     "InvalidParameterError",
@@ -28,12 +31,15 @@ __all__ = [
     "NumericalInstabilityError",
     "Options",
     "RandomState",
+    "Registry",
+    "canonical_name",
     "check_is_fitted",
     "check_param",
     "clone",
     "get_logger",
     "resolve_device",
     "resolve_dtype",
+    "resolve_fit_context",
     "resolve_random_state",
     "to_numpy",
     "validate_params",

@@ -97,10 +97,13 @@ class Options:
 
     def __init__(self, options: Iterable):
         self.options = tuple(options)
+        # A mapping (a Registry) decides membership itself: it also accepts
+        # the other spellings of its names.
+        self._container = options if isinstance(options, Mapping) else self.options
 
     def is_satisfied_by(self, value: Any) -> bool:
         try:
-            return value in self.options
+            return value in self._container
         except TypeError:
             return False
 

@@ -1,0 +1,171 @@
+"""Named strategies and solvers: one registry shape for every package.
+
+A :class:`Registry` maps a name to a public function or class. Names follow
+one spelling convention, lower-case words joined by underscores
+(``"ais_impute"``, ``"gcd_g"``); a lookup also accepts the hyphenated and
+upper-case spellings users type (``"GCD-G"`` finds ``"gcd_g"``), so older
+names keep working. An unknown name is an :class:`InvalidParameterError`
+that lists the valid ones.
+
+Examples
+--------
+>>> SOLVERS = Registry("solver", owner="completion")
+>>> @SOLVERS.register("ais_impute")
+... def ais_impute(X, lam): ...
+>>> SOLVERS.get("AIS-Impute") is ais_impute
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from .exceptions import InvalidParameterError
+
+__all__ = ["Registry", "canonical_name"]
+
+
+def canonical_name(name: str) -> str:
+    """The registry spelling of ``name``: lower case, ``-`` and spaces as ``_``.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    str
+    """
+    return name.strip().lower().replace("-", "_").replace(" ", "_")
+
+
+class Registry(Mapping):
+    """A name -> object mapping with one spelling convention and clear errors.
+
+    It is a read-only :class:`~collections.abc.Mapping` over the canonical
+    names (so ``Options(registry)`` in a parameter constraint lists them),
+    whose ``in`` and :meth:`get` also accept the other spellings of a name.
+
+    Parameters
+    ----------
+    kind : str
+        What the entries are ("solver", "loss", "rotation learner"), used in
+        error messages.
+    entries : mapping, optional
+        Initial ``name -> object`` entries.
+    owner : str, optional
+        The package or estimator the registry belongs to (error messages).
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        entries: Mapping[str, Any] | None = None,
+        *,
+        owner: str | None = None,
+    ):
+        self.kind = kind
+        self.owner = owner
+        self._entries: dict[str, Any] = {}
+        for name, obj in (entries or {}).items():
+            self.add(name, obj)
+
+    # -- building ---------------------------------------------------------------
+    def add(self, name: str, obj: Any) -> Any:
+        """Register ``obj`` under ``name`` (given in canonical spelling).
+
+        Parameters
+        ----------
+        name : str
+        obj : object
+
+        Returns
+        -------
+        object
+            ``obj``, so that this works as a decorator body.
+        """
+        if name != canonical_name(name):
+            raise ValueError(
+                f"registry names are lower_snake_case; got {name!r} "
+                f"(use {canonical_name(name)!r})"
+            )
+        if name in self._entries:
+            raise ValueError(f"{self.kind} {name!r} is already registered")
+        self._entries[name] = obj
+        return obj
+
+    def register(self, name: str) -> Callable[[Any], Any]:
+        """Decorator form of :meth:`add`.
+
+        Parameters
+        ----------
+        name : str
+
+        Returns
+        -------
+        callable
+        """
+        return lambda obj: self.add(name, obj)
+
+    # -- lookup -----------------------------------------------------------------
+    def resolve_name(self, name: Any) -> str:
+        """Canonical name of ``name``, or an error listing the valid names.
+
+        Parameters
+        ----------
+        name : str
+
+        Returns
+        -------
+        str
+
+        Raises
+        ------
+        InvalidParameterError
+            If ``name`` is not a string or names no entry.
+        """
+        key = canonical_name(name) if isinstance(name, str) else None
+        if key not in self._entries:
+            where = f" of {self.owner}" if self.owner else ""
+            valid = ", ".join(repr(k) for k in self._entries)
+            raise InvalidParameterError(
+                f"Unknown {self.kind}{where}: {name!r}. Valid names: {valid}."
+            )
+        return key
+
+    def get(self, name: Any, default: Any = None) -> Any:
+        """The entry named ``name`` (any accepted spelling).
+
+        Parameters
+        ----------
+        name : str
+        default : object
+            Ignored: an unknown name is always an error (a silent default
+            would hide typos).
+
+        Returns
+        -------
+        object
+
+        Raises
+        ------
+        InvalidParameterError
+            If ``name`` names no entry.
+        """
+        return self._entries[self.resolve_name(name)]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and canonical_name(name) in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}, {list(self._entries)})"
