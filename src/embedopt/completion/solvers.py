@@ -28,6 +28,7 @@ from .._core import (
     Interval,
     InvalidParameterError,
     Options,
+    Registry,
     resolve_random_state,
     validate_params,
 )
@@ -38,7 +39,12 @@ from ..linalg import (
     exact_svt,
     warm_start_basis,
 )
-from ..optim import MOMENTUM, IterationMonitor, SolverResult
+from ..optim import (
+    MOMENTUM,
+    GeometricContinuation,
+    SolverResult,
+    accelerated_proximal_gradient,
+)
 from .problem import CompletionProblem, _as_factor_list, _as_problem
 from .regularizers import Regularizer
 
@@ -200,7 +206,11 @@ class DenseSVT(ExactSVT):
 
 
 #: SVT strategies by name.
-SVT_METHODS = {"approx": ApproxSVT, "exact": ExactSVT, "dense": DenseSVT}
+SVT_METHODS = Registry(
+    "SVT strategy",
+    {"approx": ApproxSVT, "exact": ExactSVT, "dense": DenseSVT},
+    owner="embedopt.completion",
+)
 
 
 def _penalty(it: _Iterate, weights, linear) -> float:
@@ -227,6 +237,152 @@ def default_mode_weights(shape) -> list[float]:
     """
     big = max(shape)
     return [(big / i) ** 0.5 for i in shape]
+
+
+class _CompletionStep:
+    """The SVT step of AIS-Impute and its baselines, for the shared APG loop.
+
+    An iterate is a list with one :class:`_Iterate` per mode (one for a
+    matrix) plus the summed values on Omega. The step forms ``Z_t = Y_t -
+    mu S_t`` per mode as sparse plus low rank (eq. (20), (33)-(34)) and
+    thresholds it with the SVT strategy; ``weight`` is lambda_t in the units
+    of ``lam`` (mode d uses ``weight * mode_weights[d]``).
+    """
+
+    step_name = "SVT"
+
+    def __init__(
+        self,
+        problem: CompletionProblem,
+        svt,
+        *,
+        step_size: float,
+        mode_weights: list[float],
+        weights=None,
+        linear=None,
+        regularizer: Regularizer | None = None,
+    ):
+        self.problem = problem
+        self.svt = svt
+        self.mu = step_size
+        self.mode_weights = mode_weights
+        self.weights = weights
+        self.linear = linear
+        self.regularizer = regularizer
+        self._metric_key = f"val_{problem.metric_name}"
+
+    # -- setup ---------------------------------------------------------------------
+    def initial(self, init) -> tuple[list[_Iterate], torch.Tensor]:
+        """``X_0`` from ``init`` factors, or zero."""
+        dev, dt = self.problem.device, self.problem.dtype
+        unfoldings = self.problem.unfoldings
+        if init is not None:
+            its = []
+            for unf, fac in zip(unfoldings, _as_factor_list(init), strict=True):
+                U0, s0, V0 = (
+                    torch.as_tensor(
+                        np.asarray(a) if not torch.is_tensor(a) else a, dtype=dt
+                    ).to(dev)
+                    for a in fac
+                )
+                its.append(_Iterate(U0, s0, V0, unf.values(U0, s0, V0)))
+        else:
+            its = [
+                _Iterate(
+                    torch.zeros((a, 0), dtype=dt, device=dev),
+                    torch.zeros(0, dtype=dt, device=dev),
+                    torch.zeros((b, 0), dtype=dt, device=dev),
+                    torch.zeros_like(self.problem.y),
+                )
+                for a, b in (unf.shape for unf in unfoldings)
+            ]
+        return its, self._total(its)
+
+    def default_start(self, lam: float, decay: float, rs) -> float:
+        """``lambda_hat = lam + nu (lambda_max - lam)``: a nonzero first iterate."""
+        lmax = self.problem.lambda_max(generator=rs.torch(self.problem.device))
+        lmax = [lmax] if len(self.mode_weights) == 1 else lmax
+        # In units of lam: mode d's zero-solution threshold is lmax_d / w_d.
+        top = max(lm / w for lm, w in zip(lmax, self.mode_weights, strict=True))
+        return lam + decay * (top - lam) if top > lam else lam
+
+    def _total(self, its) -> torch.Tensor:
+        return its[0].x if len(its) == 1 else sum(it.x for it in its)
+
+    # -- the protocol of accelerated_proximal_gradient -----------------------------
+    def smooth(self, x) -> float:
+        """The loss on Omega."""
+        return self.problem.loss.total(x[1], self.problem.y)
+
+    def penalty(self, x, weight: float) -> float:
+        """``sum_d lambda_d ||X_d||_*`` (weighted / linearized / nonconvex)."""
+        its = x[0]
+        if self.regularizer is not None:
+            return weight * self.mode_weights[0] * self.regularizer.value(its[0].s)
+        return sum(
+            weight * w * _penalty(it, self.weights, self.linear)
+            for w, it in zip(self.mode_weights, its, strict=True)
+        )
+
+    def step(self, x, x_prev, theta: float, weight: float):
+        """Thresholded ``Z_t`` per mode (Algorithm 3 steps 5-8 / Algorithm 4)."""
+        (cur, x_cur), (prev, x_old) = x, x_prev
+        loss, mu = self.problem.loss, self.mu
+        # Y_t on Omega and the sparse part -mu S_t of Z_t (eq. (20), (33)-(34)).
+        y_omega = x_cur if theta == 0 else (1 + theta) * x_cur - theta * x_old
+        sparse_vals = -mu * loss.grad(y_omega, self.problem.y)
+        new, self._k_total = [], 0
+        for d, unf in enumerate(self.problem.unfoldings):
+            c, p = cur[d], prev[d]
+            lam_d = weight * self.mode_weights[d]
+            terms = [(1 + theta, c.Us, c.V), (-theta, p.Us, p.V)]
+            if self.linear is not None:
+                terms.append((mu * lam_d, self.linear[0], self.linear[1]))
+            op = SparsePlusLowRank.from_terms(
+                unf.pattern, unf.to_block(sparse_vals), terms
+            )
+            w = (
+                self.regularizer.weights(c.s)
+                if self.regularizer is not None
+                else self.weights
+            )
+            threshold = mu * lam_d if w is None else mu * lam_d * w
+            U, s, V, k = self.svt(op, threshold, c, p, mode=d)
+            new.append(_Iterate(U, s, V, unf.values(U, s, V)))
+            self._k_total += k
+        return new, self._total(new)
+
+    def describe(self, x, weight: float) -> dict:
+        """lambda_t of the first mode, ranks and SVT basis sizes."""
+        its = x[0]
+        out = {
+            "lam": weight * self.mode_weights[0],
+            "rank": sum(it.rank for it in its),
+            "svd_rank": self._k_total,
+        }
+        if len(its) > 1:
+            out.update({f"rank_{d}": it.rank for d, it in enumerate(its)})
+        return out
+
+    def solution(self, x):
+        """``(U, s, V)`` (a list of them, one per mode, for tensors)."""
+        factors = [(it.U, it.s, it.V) for it in x[0]]
+        return factors[0] if len(factors) == 1 else factors
+
+    def monitor_values(self, solution) -> dict:
+        """The validation metric, when there are validation entries."""
+        if self.problem.validation is None:
+            return {}
+        return {self._metric_key: self.problem.validation_score(solution)}
+
+    @property
+    def truncated(self) -> bool:
+        """Whether an adaptive rank cap truncated the last SVT."""
+        return bool(self.svt.binding)
+
+    def refine(self) -> None:
+        """Grow the binding rank caps (the truncated iteration has converged)."""
+        self.svt.expand()
 
 
 def proximal_completion(
@@ -340,158 +496,52 @@ def proximal_completion(
         ``val_accuracy``.
     """
     rs = resolve_random_state(random_state, name)
-    dev, dt = problem.device, problem.dtype
-    unfoldings, y, loss = problem.unfoldings, problem.y, problem.loss
-    D = len(unfoldings)
+    D = len(problem.unfoldings)
     if D > 1 and (weights is not None or linear is not None or regularizer is not None):
         raise InvalidParameterError(
             f"{name}: weights, linear and regularizer apply to matrix problems only."
         )
-    mu = step_size if step_size is not None else 1.0 / (D**0.5 * problem.loss.rho)
     if mode_weights is None:
         mode_weights = [1.0] if D == 1 else default_mode_weights(problem.shape)
-    lams = [lam * float(w) for w in mode_weights]
-    strategy = SVT_METHODS[svt](
-        power_iters=power_iters,
-        max_rank=max_rank,
-        adaptive_rank=adaptive_rank,
-        generator=rs.torch(dev),
-        random_state=rs.numpy,
+    step = _CompletionStep(
+        problem,
+        SVT_METHODS.get(svt)(
+            power_iters=power_iters,
+            max_rank=max_rank,
+            adaptive_rank=adaptive_rank,
+            generator=rs.torch(problem.device),
+            random_state=rs.numpy,
+        ),
+        step_size=(
+            step_size if step_size is not None else 1.0 / (D**0.5 * problem.loss.rho)
+        ),
+        mode_weights=[float(w) for w in mode_weights],
+        weights=weights,
+        linear=linear,
+        regularizer=regularizer,
     )
-    mom = MOMENTUM[momentum]()
-
-    if init is not None:
-        cur = []
-        for unf, fac in zip(unfoldings, _as_factor_list(init), strict=True):
-            U0, s0, V0 = (
-                torch.as_tensor(
-                    np.asarray(a) if not torch.is_tensor(a) else a, dtype=dt
-                ).to(dev)
-                for a in fac
-            )
-            cur.append(_Iterate(U0, s0, V0, unf.values(U0, s0, V0)))
-    else:
-        cur = [
-            _Iterate(
-                torch.zeros((a, 0), dtype=dt, device=dev),
-                torch.zeros(0, dtype=dt, device=dev),
-                torch.zeros((b, 0), dtype=dt, device=dev),
-                torch.zeros_like(y),
-            )
-            for a, b in (unf.shape for unf in unfoldings)
-        ]
-    prev = cur
+    x0 = step.initial(init)
     if lam_start is None:
-        if init is None:
-            lmax = problem.lambda_max(generator=rs.torch(dev))
-            lmax = [lmax] if D == 1 else lmax
-            # In units of lam: mode d's zero-solution threshold is lmax_d / w_d.
-            top = max(lm / float(w) for lm, w in zip(lmax, mode_weights, strict=True))
-            lam_start = lam + decay * (top - lam) if top > lam else lam
-        else:
-            lam_start = lam
-    continuing = lam_start > lam
-    at_target = 0  # iterations solved at the target lambda
-
-    if regularizer is not None:
-
-        def penalty(its, lam_list):
-            return lam_list[0] * regularizer.value(its[0].s)
-    else:
-
-        def penalty(its, lam_list):
-            return sum(
-                lam_d * _penalty(it, weights, linear)
-                for lam_d, it in zip(lam_list, its, strict=True)
-            )
-
-    def total(its):
-        return its[0].x if D == 1 else sum(it.x for it in its)
-
-    x_cur = total(cur)
-    loss_cur = loss.total(x_cur, y)
-    metric_key = f"val_{problem.metric_name}"
-    monitor = IterationMonitor(
-        name,
-        max_iter,
-        tol,
+        lam_start = lam if init is not None else step.default_start(lam, decay, rs)
+    res = accelerated_proximal_gradient(
+        step,
+        x0,
+        momentum=momentum,
+        continuation=GeometricContinuation(lam, lam_start, decay),
+        max_iter=max_iter,
+        tol=tol,
+        name=name,
         verbose=verbose,
         callback=callback,
-        owner=name,
         nonfinite_hint=(
             "the step size 1/rho may be too large for this loss, or the "
             "data badly scaled (try centering/standardizing them)"
         ),
     )
-    x_prev = x_cur
-    for t in monitor:
-        scale = (lam_start - lam) * decay ** (t - 1) + lam if continuing else lam
-        lam_t = [scale * float(w) for w in mode_weights]
-        at_target += not continuing
-        theta = mom.theta
-        # Y_t on Omega and the sparse part -mu S_t of Z_t (eq. (20), (33)-(34)).
-        y_omega = x_cur if theta == 0 else (1 + theta) * x_cur - theta * x_prev
-        sparse_vals = -mu * loss.grad(y_omega, y)
-        new, k_total = [], 0
-        for d, unf in enumerate(unfoldings):
-            c, p = cur[d], prev[d]
-            terms = [(1 + theta, c.Us, c.V), (-theta, p.Us, p.V)]
-            if linear is not None:
-                terms.append((mu * lam_t[d], linear[0], linear[1]))
-            op = SparsePlusLowRank.from_terms(
-                unf.pattern, unf.to_block(sparse_vals), terms
-            )
-            w = regularizer.weights(c.s) if regularizer is not None else weights
-            threshold = mu * lam_t[d] if w is None else mu * lam_t[d] * w
-            try:
-                U, s, V, k = strategy(op, threshold, c, p, mode=d)
-            except torch.linalg.LinAlgError as exc:
-                raise monitor.instability(f"the SVT failed ({exc})") from exc
-            new.append(_Iterate(U, s, V, unf.values(U, s, V)))
-            k_total += k
-        x_new = total(new)
-        loss_new = loss.total(x_new, y)
-        # Restart test (steps 9-10 / 12-13) on F at the current lambda_t.
-        increased = loss_new + penalty(new, lam_t) > loss_cur + penalty(cur, lam_t)
-        mom.update(increased)
-        prev, cur, loss_cur = cur, new, loss_new
-        x_prev, x_cur = x_cur, x_new
-        record = dict(
-            objective=loss_new + penalty(new, lams),
-            lam=lam_t[0],
-            rank=sum(it.rank for it in new),
-            svd_rank=k_total,
-            theta=theta,
-            restart=float(increased),
-        )
-        if D > 1:
-            record.update({f"rank_{d}": it.rank for d, it in enumerate(new)})
-        factors = [(it.U, it.s, it.V) for it in new]
-        x_out = factors[0] if D == 1 else factors
-        if problem.validation is not None:
-            with monitor.paused():
-                record[metric_key] = problem.validation_score(x_out)
-        # The tolerance compares two consecutive iterates at the target lambda;
-        # it never stops an iteration whose SVT the adaptive rank cap truncates.
-        binding = bool(strategy.binding)
-        if monitor.record(x_out, allow_stop=at_target >= 2 and not binding, **record):
-            break
-        if binding:
-            if monitor.tolerance_met():
-                strategy.expand()
-            continue
-        if continuing and monitor.tolerance_met():
-            # The iterates have settled before lambda_t reached lambda: end the
-            # continuation now rather than stop at the wrong lambda.
-            continuing = False
-    factors = [(it.U, it.s, it.V) for it in cur]
-    return monitor.result(
-        factors[0] if D == 1 else factors,
-        lam=lam,
-        lams=lams,
-        n_restarts=mom.n_restarts,
-        loss=loss_cur,
+    res.info.update(
+        lam=lam, lams=[lam * w for w in step.mode_weights], loss=res.info.pop("smooth")
     )
+    return res
 
 
 #: Named solver configurations: (SVT strategy, momentum, display name).

@@ -7,6 +7,14 @@ gradient descent), and Givens coordinate descent on rotations
 (pair-selection rules and a torch optimizer).
 """
 
+from .accelerated import (
+    CONTINUATIONS,
+    CompositeProblem,
+    FixedWeight,
+    GeometricContinuation,
+    ProximalProblem,
+    accelerated_proximal_gradient,
+)
 from .finite_sum import FiniteSum
 from .givens import (
     PAIR_SELECTIONS,
@@ -37,6 +45,7 @@ from .step_sizes import (
 from .svrg import SVRG_CONSTRAINTS, svrg
 
 __all__ = [
+    "CONTINUATIONS",
     "GD_CONSTRAINTS",
     "MOMENTUM",
     "PAIR_SELECTIONS",
@@ -45,8 +54,11 @@ __all__ = [
     "STOPPING_RULES",
     "SVRG_CONSTRAINTS",
     "BarzilaiBorwein",
+    "CompositeProblem",
     "ConstantStep",
     "FiniteSum",
+    "FixedWeight",
+    "GeometricContinuation",
     "GivensOptimizer",
     "GreedyMatching",
     "GreedyOverlapping",
@@ -57,12 +69,14 @@ __all__ = [
     "NesterovRestart",
     "NoMomentum",
     "PairSelection",
+    "ProximalProblem",
     "RandomMatching",
     "RandomOverlapping",
     "RelativeChange",
     "SolverResult",
     "StabilizedBB",
     "SteepestMatching",
+    "accelerated_proximal_gradient",
     "get_pair_selection",
     "givens_step",
     "gradient_descent",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .._core import Registry
+
 __all__ = ["MOMENTUM", "NesterovRestart", "NoMomentum"]
 
 
@@ -45,5 +47,9 @@ class NoMomentum:
         """Nothing to update."""
 
 
-#: Momentum schedules by name.
-MOMENTUM = {"nesterov_restart": NesterovRestart, "none": NoMomentum}
+#: Momentum schedules by name: ``MOMENTUM.get(name)()``.
+MOMENTUM = Registry(
+    "momentum schedule",
+    {"nesterov_restart": NesterovRestart, "none": NoMomentum},
+    owner="embedopt.optim",
+)
