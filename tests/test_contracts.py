@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-import embedopt.completion.estimators as mc_module
+import embedopt.completion.path as mc_module
 import embedopt.ordinal.estimators as oe_module
 import embedopt.quantization.estimators as pq_module
 import embedopt.quantization.two_tower as tt_module

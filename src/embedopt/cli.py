@@ -200,8 +200,7 @@ def _run_complete(args) -> int:
             mark = "  <- selected" if lam_k == model.lam_ else ""
             print(f"{lam_k:>10.4g} {int(r):>5} {t:>8.3f} {sc:>10.5f}{mark}")
         # Convergence from scratch at the selected lambda: what one solve costs.
-        from .completion import CompletionProblem, proximal_completion
-        from .completion.solvers import SOLVERS
+        from .completion import CompletionProblem, method_options, proximal_completion
 
         cen = model.centering_
         prob = CompletionProblem(
@@ -211,18 +210,17 @@ def _run_complete(args) -> int:
             device=args.device,
             dtype=args.dtype,
         )
-        svt, mom, name = SOLVERS[args.solver]
+        method = method_options(args.solver)
+        name = method["name"]
         with warnings.catch_warnings(record=True) as more:
             warnings.simplefilter("always", ConvergenceWarning)
             res = proximal_completion(
                 prob,
                 model.lam_,
-                svt=svt,
-                momentum=mom,
+                **method,
                 max_iter=args.max_iter,
                 tol=args.tol,
                 random_state=args.seed,
-                name=name,
             )
         caught += more
         history = res.history

@@ -4,7 +4,7 @@ from .centering import CENTERINGS, Centering
 from .estimators import MatrixCompletion, TensorCompletion
 from .losses import LOSSES, LogisticLoss, Loss, SquaredHingeLoss, SquareLoss, get_loss
 from .nonconvex import dc_completion, irnn
-from .path import PathResult, lambda_path
+from .path import CompletionFit, PathResult, fit_path, lambda_path
 from .postprocess import postprocess
 from .problem import CompletionProblem
 from .regularizers import (
@@ -20,8 +20,11 @@ from .solvers import (
     SOLVERS,
     SVT_METHODS,
     ais_impute,
+    ais_impute_exact,
     apg,
     default_mode_weights,
+    get_solver,
+    method_options,
     proximal_completion,
     soft_impute,
 )
@@ -34,6 +37,7 @@ __all__ = [
     "SVT_METHODS",
     "CappedL1",
     "Centering",
+    "CompletionFit",
     "CompletionProblem",
     "LogSumPenalty",
     "LogisticLoss",
@@ -47,13 +51,17 @@ __all__ = [
     "TensorCompletion",
     "TruncatedNuclearNorm",
     "ais_impute",
+    "ais_impute_exact",
     "apg",
     "dc_completion",
     "default_mode_weights",
+    "fit_path",
     "get_loss",
     "get_regularizer",
+    "get_solver",
     "irnn",
     "lambda_path",
+    "method_options",
     "postprocess",
     "proximal_completion",
     "soft_impute",

@@ -15,16 +15,15 @@ from .._core import (
     InvalidParameterError,
     Options,
     check_is_fitted,
-    resolve_random_state,
+    resolve_fit_context,
     to_numpy,
 )
 from ..data import ObservedEntries, as_observed_entries, split_entries
 from .centering import CENTERINGS, Centering
 from .losses import LOSSES, Loss, get_loss
-from .path import lambda_path
-from .postprocess import postprocess as _postprocess
+from .path import fit_path
 from .problem import CompletionProblem
-from .solvers import SOLVERS, default_mode_weights, proximal_completion
+from .solvers import SOLVERS, default_mode_weights
 
 __all__ = ["MatrixCompletion", "TensorCompletion"]
 
@@ -124,6 +123,36 @@ class _CompletionEstimator(BaseEstimator):
             callback=self.callback,
         )
 
+    def _check_loss(self) -> Loss:
+        loss = get_loss(self.loss)
+        if loss.binary and self.center != "none":
+            raise InvalidParameterError(
+                f"The 'center' parameter of {type(self).__name__} must be 'none' "
+                f"with the {loss.name} loss (its +/-1 labels cannot be centered). "
+                f"Got {self.center!r}."
+            )
+        return loss
+
+    def _split(self, entries: ObservedEntries, validation, rs):
+        """Training and validation entries (held out of ``entries`` if needed)."""
+        val = None
+        if validation is not None:
+            val = as_observed_entries(validation, entries.shape)
+            if val.shape != entries.shape:
+                raise DataValidationError(
+                    f"validation entries have shape {val.shape}, training entries "
+                    f"{entries.shape}."
+                )
+        if self.lam != "auto" or val is not None:
+            return entries, val
+        if entries.nnz < 2:
+            raise DataValidationError(
+                "lam='auto' needs at least 2 observed entries to hold some out "
+                "for validation; pass a float lam."
+            )
+        f = self.validation_fraction
+        return split_entries(entries, (1 - f, f), random_state=rs.numpy)
+
     def fit(self, X, y=None, *, shape=None, validation=None):
         """Fit the completed matrix (tensor) to observed entries.
 
@@ -146,55 +175,41 @@ class _CompletionEstimator(BaseEstimator):
         self
         """
         self._validate_params()
-        owner = type(self).__name__
-        loss = get_loss(self.loss)
-        if loss.binary and self.center != "none":
-            raise InvalidParameterError(
-                f"The 'center' parameter of {owner} must be 'none' with the "
-                f"{loss.name} loss (its +/-1 labels cannot be centered). Got "
-                f"{self.center!r}."
-            )
-        rs = resolve_random_state(self.random_state, owner)
+        loss = self._check_loss()
+        ctx = resolve_fit_context(self)
         entries = self._entries(X, y, shape)
         loss.check_labels(entries.values)
-        val = None
-        if validation is not None:
-            val = as_observed_entries(validation, entries.shape)
-            if val.shape != entries.shape:
-                raise DataValidationError(
-                    f"validation entries have shape {val.shape}, training entries "
-                    f"{entries.shape}."
-                )
-        train = entries
-        if self.lam == "auto" and val is None:
-            if entries.nnz < 2:
-                raise DataValidationError(
-                    "lam='auto' needs at least 2 observed entries to hold some out "
-                    "for validation; pass a float lam."
-                )
-            f = self.validation_fraction
-            train, val = split_entries(entries, (1 - f, f), random_state=rs.numpy)
+        train, val = self._split(entries, validation, ctx.random_state)
         self.centering_ = Centering(self.center, self.scale, self.center_reg).fit(train)
-        tr_c = self.centering_.transform(train)
-        val_c = self.centering_.transform(val) if val is not None else None
-        problem = CompletionProblem(
-            tr_c, loss=loss, validation=val_c, device=self.device, dtype=self.dtype
-        )
-        svt, momentum, name = SOLVERS[self.solver]
-        common = self._solver_options()
-        self.path_ = None
-        if self.lam == "auto":
-            path = lambda_path(
-                problem,
-                solver=self.solver,
-                postprocess=self.postprocess,
-                n_lambdas=self.n_lambdas,
-                lambda_min_ratio=self.lambda_min_ratio,
-                patience=self.patience,
-                random_state=rs.spawn(),
-                **common,
+
+        def problem(part, held_out=None):
+            return CompletionProblem(
+                self.centering_.transform(part),
+                loss=loss,
+                validation=(
+                    None if held_out is None else self.centering_.transform(held_out)
+                ),
+                device=ctx.device,
+                dtype=ctx.dtype,
             )
-            self.lam_ = path.best_lambda
+
+        refit = self.lam == "auto" and self.refit
+        fitted = fit_path(
+            problem(train, val),
+            lam=self.lam,
+            refit_problem=problem(entries) if refit else None,
+            solver=self.solver,
+            postprocess=self.postprocess,
+            n_lambdas=self.n_lambdas,
+            lambda_min_ratio=self.lambda_min_ratio,
+            patience=self.patience,
+            random_state=ctx.random_state,
+            **self._solver_options(),
+        )
+        self.lam_ = fitted.lam
+        path = fitted.path
+        self.path_ = None
+        if path is not None:
             self.path_ = dict(
                 lambdas=path.lambdas,
                 scores=path.scores,
@@ -202,48 +217,12 @@ class _CompletionEstimator(BaseEstimator):
                 times=path.times,
                 metric=path.metric,
             )
-            result, factors = path.best_result, path.best_factors
-            if self.refit:
-                # Train + validation, warm-started at the selected solution.
-                problem = CompletionProblem(
-                    self.centering_.transform(entries),
-                    loss=loss,
-                    device=self.device,
-                    dtype=self.dtype,
-                )
-                result = proximal_completion(
-                    problem,
-                    self.lam_,
-                    svt=svt,
-                    momentum=momentum,
-                    init=result.x,
-                    random_state=rs.spawn(),
-                    name=name,
-                    **common,
-                )
-                factors = result.x
-                if path.postprocessed[path.best_index]:
-                    factors = _postprocess_any(problem, factors)
-        else:
-            self.lam_ = float(self.lam)
-            result = proximal_completion(
-                problem,
-                self.lam_,
-                svt=svt,
-                momentum=momentum,
-                random_state=rs.spawn(),
-                name=name,
-                **common,
-            )
-            factors = result.x
-            if self.postprocess:
-                factors = _postprocess_any(problem, factors)
         self._loss = loss
         self.shape_ = entries.shape
-        self.history_ = result.history
-        self.n_iter_ = result.n_iter
-        self.stop_reason_ = result.stop_reason
-        self._export(factors)
+        self.history_ = fitted.result.history
+        self.n_iter_ = fitted.result.n_iter
+        self.stop_reason_ = fitted.result.stop_reason
+        self._export(fitted.factors)
         return self
 
     def _mode_factors(self) -> list:
@@ -339,12 +318,6 @@ class _CompletionEstimator(BaseEstimator):
             )
         idx = np.stack(np.unravel_index(np.arange(size), self.shape_), axis=1)
         return self.decision_function(idx).reshape(self.shape_)
-
-
-def _postprocess_any(problem, factors):
-    if isinstance(factors, tuple):
-        return _postprocess(problem, *factors)
-    return _postprocess(problem, factors)
 
 
 class MatrixCompletion(_CompletionEstimator):

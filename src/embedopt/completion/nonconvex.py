@@ -28,7 +28,7 @@ from .._core import (
 from ..optim import IterationMonitor, SolverResult
 from .problem import _as_problem
 from .regularizers import TruncatedNuclearNorm, get_regularizer
-from .solvers import SOLVERS, proximal_completion
+from .solvers import SOLVERS, method_options, proximal_completion
 
 __all__ = ["dc_completion", "irnn"]
 
@@ -121,10 +121,10 @@ def dc_completion(
     )
     reg = get_regularizer(regularizer, **_reg_params(regularizer, rank, theta))
     rs = resolve_random_state(random_state, "dc_completion")
-    svt, mom, label = SOLVERS[solver]
+    method = method_options(solver)
+    label = method.pop("name")
     inner = dict(
-        svt=svt,
-        momentum=mom,
+        **method,
         max_iter=max_iter,
         tol=tol,
         decay=decay,
@@ -226,12 +226,12 @@ def irnn(
         X, loss=loss, validation=validation, shape=shape, device=device, dtype=dtype
     )
     reg = get_regularizer(regularizer, **_reg_params(regularizer, rank, theta))
-    svt, mom, _label = SOLVERS[solver]
+    method = method_options(solver)
+    del method["name"]
     return proximal_completion(
         problem,
         lam,
-        svt=svt,
-        momentum=mom,
+        **method,
         max_iter=max_iter,
         tol=tol,
         decay=decay,

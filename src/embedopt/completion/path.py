@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._core import (
+    InstanceOf,
     Interval,
     InvalidParameterError,
     Options,
@@ -24,9 +25,14 @@ from .._core import (
 from ..optim import SolverResult
 from .postprocess import postprocess as _postprocess
 from .problem import CompletionProblem, _as_problem
-from .solvers import SOLVERS, default_mode_weights, proximal_completion
+from .solvers import (
+    SOLVERS,
+    default_mode_weights,
+    method_options,
+    proximal_completion,
+)
 
-__all__ = ["PathResult", "lambda_path"]
+__all__ = ["CompletionFit", "PathResult", "fit_path", "lambda_path"]
 
 
 @dataclass
@@ -196,7 +202,8 @@ def lambda_path(
                 "The 'lambdas' parameter of lambda_path must hold positive floats. "
                 f"Got {lambdas!r}."
             )
-    svt, momentum, name = SOLVERS[solver]
+    method = method_options(solver)
+    name = method.pop("name")
     higher_better = problem.loss.binary
     lams, scores, ranks, times, factors, results, pps = [], [], [], [], [], [], []
     init, lam_prev, best, stale = None, None, None, 0
@@ -204,8 +211,7 @@ def lambda_path(
         res = proximal_completion(
             problem,
             float(lam),
-            svt=svt,
-            momentum=momentum,
+            **method,
             max_iter=max_iter,
             tol=tol,
             decay=decay,
@@ -264,13 +270,136 @@ def _score(problem: CompletionProblem, factors, postprocess, higher_better):
         raw_score = problem.validation_score(*factors)
         if postprocess is False:
             return factors, raw_score, False
-    pp = (
-        _postprocess(problem, *factors)
-        if isinstance(factors, tuple)
-        else _postprocess(problem, factors)
-    )
+    pp = _postprocess_any(problem, factors)
     pp_score = problem.validation_score(*pp)
     if raw_score is None:
         return pp, pp_score, True
     better = pp_score > raw_score if higher_better else pp_score < raw_score
     return (pp, pp_score, True) if better else (factors, raw_score, False)
+
+
+def _postprocess_any(problem: CompletionProblem, factors):
+    """Post-process a matrix ``(U, s, V)`` or a list of per-mode factors."""
+    if isinstance(factors, tuple):
+        return _postprocess(problem, *factors)
+    return _postprocess(problem, factors)
+
+
+@dataclass
+class CompletionFit:
+    """What :func:`fit_path` returns.
+
+    Attributes
+    ----------
+    factors : tuple or list of tuple
+        ``(U, s, V)`` tensors of the final solution (one per mode for tensors),
+        post-processed when that was chosen.
+    result : SolverResult
+        The final solve (the refit when there was one).
+    lam : float
+        The lambda used (the selected one with ``lam="auto"``).
+    path : PathResult or None
+        The lambda path, with ``lam="auto"``.
+    """
+
+    factors: object = field(repr=False)
+    result: SolverResult = field(repr=False)
+    lam: float
+    path: PathResult | None = field(default=None, repr=False)
+
+
+_FIT_CONSTRAINTS = {
+    "lam": [Interval(float, 0, None, closed="neither"), Options(["auto"])],
+    "refit_problem": [InstanceOf(CompletionProblem, "a CompletionProblem"), None],
+}
+
+
+def fit_path(
+    problem: CompletionProblem,
+    *,
+    lam="auto",
+    refit_problem: CompletionProblem | None = None,
+    solver: str = "ais_impute",
+    postprocess: bool | str = "auto",
+    n_lambdas: int = 20,
+    lambda_min_ratio: float = 1e-3,
+    patience: int | None = 1,
+    mode_weights=None,
+    random_state=None,
+    **solver_options,
+) -> CompletionFit:
+    """The whole fit of the completion estimators: path, refit, post-processing.
+
+    With ``lam="auto"``: :func:`lambda_path` on ``problem`` (which must carry
+    validation entries) selects lambda; with ``refit_problem`` (e.g. training
+    plus validation entries) the selected solution is then refitted there,
+    warm-started (so cheap), and post-processed if the path's selected
+    solution was. With a float ``lam``: one solve at that lambda, then
+    post-processing unless ``postprocess`` is False.
+
+    Parameters
+    ----------
+    problem : CompletionProblem
+    lam : float or "auto"
+    refit_problem : CompletionProblem, optional
+        Where to refit after the path (``lam="auto"`` only).
+    solver : {"ais_impute", "ais_impute_exact", "soft_impute", "apg"}
+    postprocess : bool or "auto"
+        See :func:`lambda_path`; with a float ``lam``, "auto" means True.
+    n_lambdas, lambda_min_ratio, patience
+        The path (see :func:`lambda_path`).
+    mode_weights : sequence of float, optional
+        Tensors: ``lambda_d = lam * mode_weights[d]``.
+    random_state : None, int, numpy Generator or RandomState
+    **solver_options
+        ``max_iter``, ``tol``, ``decay``, ``power_iters``, ``max_rank``,
+        ``verbose``, ``callback`` of :func:`proximal_completion`.
+
+    Returns
+    -------
+    CompletionFit
+    """
+    validate_params(
+        "fit_path", dict(lam=lam, refit_problem=refit_problem), _FIT_CONSTRAINTS
+    )
+    rs = resolve_random_state(random_state, "fit_path")
+    method = method_options(solver)
+    if lam != "auto":
+        result = proximal_completion(
+            problem,
+            float(lam),
+            **method,
+            mode_weights=mode_weights,
+            random_state=rs.spawn(),
+            **solver_options,
+        )
+        factors = result.x
+        if postprocess:
+            factors = _postprocess_any(problem, factors)
+        return CompletionFit(factors, result, float(lam))
+    path = lambda_path(
+        problem,
+        solver=solver,
+        postprocess=postprocess,
+        n_lambdas=n_lambdas,
+        lambda_min_ratio=lambda_min_ratio,
+        patience=patience,
+        mode_weights=mode_weights,
+        random_state=rs.spawn(),
+        **solver_options,
+    )
+    result, factors = path.best_result, path.best_factors
+    if refit_problem is not None:
+        result = proximal_completion(
+            refit_problem,
+            path.best_lambda,
+            **method,
+            mode_weights=mode_weights,
+            init=result.x,
+            random_state=rs.spawn(),
+            **solver_options,
+        )
+        factors = result.x
+        if path.postprocessed[path.best_index]:
+            factors = _postprocess_any(refit_problem, factors)
+    return CompletionFit(factors, result, path.best_lambda, path)

@@ -52,8 +52,11 @@ __all__ = [
     "SOLVERS",
     "SVT_METHODS",
     "ais_impute",
+    "ais_impute_exact",
     "apg",
     "default_mode_weights",
+    "get_solver",
+    "method_options",
     "proximal_completion",
     "soft_impute",
 ]
@@ -544,13 +547,36 @@ def proximal_completion(
     return res
 
 
-#: Named solver configurations: (SVT strategy, momentum, display name).
-SOLVERS = {
+#: The loop configuration of each named solver: (SVT strategy, momentum, label).
+_METHODS = {
     "ais_impute": ("approx", "nesterov_restart", "AIS-Impute"),
     "ais_impute_exact": ("exact", "nesterov_restart", "AIS-Impute (exact)"),
     "soft_impute": ("exact", "none", "Soft-Impute"),
     "apg": ("dense", "nesterov_restart", "APG"),
 }
+
+
+def method_options(solver: str) -> dict:
+    """The :func:`proximal_completion` options that make up a named solver.
+
+    Parameters
+    ----------
+    solver : {"ais_impute", "ais_impute_exact", "soft_impute", "apg"}
+        A name of :data:`SOLVERS` (any accepted spelling).
+
+    Returns
+    -------
+    dict
+        ``svt``, ``momentum`` and ``name`` (the display name), e.g.
+        ``proximal_completion(problem, lam, **method_options("soft_impute"))``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``solver`` names no solver.
+    """
+    svt, momentum, label = _METHODS[SOLVERS.resolve_name(solver)]
+    return {"svt": svt, "momentum": momentum, "name": label}
 
 
 _COMMON_CONSTRAINTS = {
@@ -817,3 +843,55 @@ def apg(
         callback=callback,
         name="APG",
     )
+
+
+def ais_impute_exact(X, lam: float, **options) -> SolverResult:
+    """AIS-Impute with an exact partial SVD: ``ais_impute(..., exact_svt=True)``.
+
+    The paper's "AIS-Impute (exact)" baseline, under its own solver name.
+
+    Parameters
+    ----------
+    X, lam
+        See :func:`ais_impute`.
+    **options
+        Keyword options of :func:`ais_impute` (except ``exact_svt``).
+
+    Returns
+    -------
+    SolverResult
+    """
+    return ais_impute(X, lam, exact_svt=True, **options)
+
+
+#: The completion solvers by name: ``SOLVERS.get(name)(X, lam, ...)``; their
+#: loop configurations are given by :func:`method_options`.
+SOLVERS = Registry(
+    "solver",
+    {
+        "ais_impute": ais_impute,
+        "ais_impute_exact": ais_impute_exact,
+        "soft_impute": soft_impute,
+        "apg": apg,
+    },
+    owner="embedopt.completion",
+)
+
+
+def get_solver(name: str):
+    """The completion solver function named ``name`` (see :data:`SOLVERS`).
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    callable
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``name`` names no solver; the message lists the valid names.
+    """
+    return SOLVERS.get(name)

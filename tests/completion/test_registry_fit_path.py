@@ -1,0 +1,83 @@
+"""The completion solver registry and fit_path (the estimators' one call)."""
+
+import numpy as np
+import pytest
+import torch
+
+from embedopt._core import InvalidParameterError, resolve_random_state
+from embedopt.completion import (
+    SOLVERS,
+    CompletionProblem,
+    ais_impute,
+    ais_impute_exact,
+    fit_path,
+    get_solver,
+    lambda_path,
+    method_options,
+    postprocess,
+    proximal_completion,
+    soft_impute,
+)
+from embedopt.data import make_low_rank_matrix, split_entries
+
+
+@pytest.fixture(scope="module")
+def data():
+    prob = make_low_rank_matrix(60, rank=2, noise_std=0.05, random_state=0)
+    return split_entries(prob.observed, (0.8, 0.2), random_state=0)
+
+
+def test_registry_maps_names_to_public_functions():
+    assert list(SOLVERS) == ["ais_impute", "ais_impute_exact", "soft_impute", "apg"]
+    assert get_solver("Soft-Impute") is soft_impute
+    with pytest.raises(InvalidParameterError, match="Valid names: 'ais_impute'"):
+        get_solver("softimpute")
+
+
+def test_method_options_are_the_solver_configurations(data):
+    assert method_options("apg") == {
+        "svt": "dense",
+        "momentum": "nesterov_restart",
+        "name": "APG",
+    }
+    tr, _ = data
+    a = soft_impute(tr, 2.0, random_state=0)
+    b = proximal_completion(
+        CompletionProblem(tr), 2.0, **method_options("soft_impute"), random_state=0
+    )
+    np.testing.assert_array_equal(a.history["objective"], b.history["objective"])
+
+
+def test_ais_impute_exact_is_the_exact_svt_variant(data):
+    tr, _ = data
+    a = ais_impute_exact(tr, 2.0, random_state=0)
+    b = ais_impute(tr, 2.0, exact_svt=True, random_state=0)
+    np.testing.assert_array_equal(a.history["objective"], b.history["objective"])
+
+
+def test_fit_path_fixed_lambda_is_one_solve_then_postprocessing(data):
+    tr, _ = data
+    prob = CompletionProblem(tr, dtype="float64")
+    fit = fit_path(prob, lam=2.0, random_state=0)
+    assert fit.path is None and fit.lam == 2.0
+    pp = postprocess(prob, *fit.result.x)
+    for a, b in zip(fit.factors, pp, strict=True):
+        torch.testing.assert_close(a, b)
+    raw = fit_path(prob, lam=2.0, postprocess=False, random_state=0)
+    assert raw.factors is raw.result.x
+
+
+def test_fit_path_auto_selects_on_validation_and_refits(data):
+    tr, va = data
+    prob = CompletionProblem(tr, validation=va, dtype="float64")
+    full = CompletionProblem(tr, dtype="float64")
+    fit = fit_path(prob, n_lambdas=5, refit_problem=full, random_state=0)
+    # fit_path gives the path the first child of its random state.
+    ref = lambda_path(prob, n_lambdas=5, random_state=resolve_random_state(0).spawn())
+    assert fit.lam == fit.path.best_lambda
+    assert fit.path.lambdas.size >= 2
+    np.testing.assert_array_equal(fit.path.lambdas, ref.lambdas)
+    # The refit solves the full problem: its history has no validation column.
+    assert "val_rmse" not in fit.result.history
+    with pytest.raises(InvalidParameterError, match="'lam' parameter of fit_path"):
+        fit_path(prob, lam=-1.0)
