@@ -14,15 +14,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+import torch
 
 import embedopt.completion.path as mc_module
-import embedopt.ordinal.estimators as oe_module
 import embedopt.quantization.estimators as pq_module
 import embedopt.quantization.two_tower as tt_module
 from embedopt._core import (
     DataValidationError,
     InvalidParameterError,
     NotFittedError,
+    Registry,
     clone,
 )
 from embedopt.completion import SOLVERS, MatrixCompletion, TensorCompletion
@@ -157,7 +158,7 @@ CASES = [
         ],
         wiring=[
             (
-                oe_module,
+                OE_SOLVERS,
                 "svrg_sbb",
                 {
                     "epsilon": (0.05, "epsilon"),
@@ -169,7 +170,8 @@ CASES = [
                     "tol": (1e-3, "tol"),
                     "output": ("random", "output"),
                     "init_scale": (0.05, "init_scale"),
-                    "dtype": ("float64", "dtype"),
+                    # resolved once at the top of fit (resolve_fit_context)
+                    "dtype": (torch.float64, "dtype"),
                     "verbose": (0, "verbose"),
                 },
             ),
@@ -444,13 +446,16 @@ def test_every_argument_reaches_its_solver(case, monkeypatch):
     args = case.fit_args()
     for module, fname, params in case.wiring:
         calls = []
-        real = getattr(module, fname)
+        real = module[fname] if isinstance(module, Registry) else getattr(module, fname)
 
         def spy(*a, _real=real, _calls=calls, **kw):
             _calls.append((a, kw))
             return _real(*a, **kw)
 
-        monkeypatch.setattr(module, fname, spy)
+        if isinstance(module, Registry):  # estimators look solvers up by name
+            monkeypatch.setitem(module._entries, fname, spy)
+        else:
+            monkeypatch.setattr(module, fname, spy)
         settings = {p: v for p, (v, _) in params.items()}
         case.make(**settings).fit(*args)
         assert calls, f"{fname} was not called"
@@ -460,7 +465,7 @@ def test_every_argument_reaches_its_solver(case, monkeypatch):
                 for a, kw in calls
             ]
             assert v in seen, f"{p}={v!r} did not reach {fname}({kwarg}=...)"
-        monkeypatch.setattr(module, fname, real)
+        monkeypatch.undo()
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids)

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .._core import DataValidationError, InvalidParameterError
+from .._core import DataValidationError, InvalidParameterError, Registry
 
 __all__ = [
     "LOSSES",
@@ -124,11 +124,15 @@ class SquaredHingeLoss(Loss):
 
 
 #: Losses by name.
-LOSSES = {
-    "square": SquareLoss,
-    "logistic": LogisticLoss,
-    "squared_hinge": SquaredHingeLoss,
-}
+LOSSES = Registry(
+    "loss",
+    {
+        "square": SquareLoss,
+        "logistic": LogisticLoss,
+        "squared_hinge": SquaredHingeLoss,
+    },
+    owner="embedopt.completion",
+)
 
 
 def get_loss(loss) -> Loss:
@@ -145,7 +149,7 @@ def get_loss(loss) -> Loss:
     if isinstance(loss, Loss):
         return loss
     if isinstance(loss, str) and loss in LOSSES:
-        return LOSSES[loss]()
+        return LOSSES.get(loss)()
     raise InvalidParameterError(
         "The 'loss' parameter must be a str among {'square', 'logistic', "
         f"'squared_hinge'}} or a Loss instance. Got {loss!r}."

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .._core import InvalidParameterError
+from .._core import InvalidParameterError, Registry
 
 __all__ = [
     "REGULARIZERS",
@@ -144,12 +144,16 @@ class LogSumPenalty(Regularizer):
 
 
 #: Regularizers by name.
-REGULARIZERS = {
-    "nuclear": NuclearNorm,
-    "tnn": TruncatedNuclearNorm,
-    "capped_l1": CappedL1,
-    "lsp": LogSumPenalty,
-}
+REGULARIZERS = Registry(
+    "regularizer",
+    {
+        "nuclear": NuclearNorm,
+        "tnn": TruncatedNuclearNorm,
+        "capped_l1": CappedL1,
+        "lsp": LogSumPenalty,
+    },
+    owner="embedopt.completion",
+)
 
 
 def get_regularizer(reg, **params) -> Regularizer:
@@ -168,7 +172,7 @@ def get_regularizer(reg, **params) -> Regularizer:
     if isinstance(reg, Regularizer):
         return reg
     if isinstance(reg, str) and reg in REGULARIZERS:
-        return REGULARIZERS[reg](**params)
+        return REGULARIZERS.get(reg)(**params)
     raise InvalidParameterError(
         "The 'regularizer' parameter must be a str among {'nuclear', 'tnn', "
         f"'capped_l1', 'lsp'}} or a Regularizer instance. Got {reg!r}."

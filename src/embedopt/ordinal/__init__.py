@@ -14,7 +14,7 @@ from .losses import (
     get_loss,
 )
 from .problem import OrdinalProblem
-from .solvers import SOLVERS, batch_gd, sgd, svrg, svrg_sbb, svrg_sbb_pl
+from .solvers import SOLVERS, batch_gd, get_solver, sgd, svrg, svrg_sbb, svrg_sbb_pl
 
 __all__ = [
     "LOSSES",
@@ -32,6 +32,7 @@ __all__ = [
     "comparison_gradients",
     "embedding_from_gram",
     "get_loss",
+    "get_solver",
     "project_centered_psd",
     "projected_gd",
     "sgd",

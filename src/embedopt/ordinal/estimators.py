@@ -14,22 +14,17 @@ from .._core import (
     Interval,
     Options,
     check_is_fitted,
+    resolve_fit_context,
     to_numpy,
 )
 from ..data import as_comparisons
 from ..data.comparisons import _as_comparison_matrix
-from .convex import projected_gd
 from .losses import LOSSES, OrdinalLoss, get_loss
 from .solvers import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_EPSILON,
     DEFAULT_INIT_SCALE,
     SOLVERS,
-    batch_gd,
-    sgd,
-    svrg,
-    svrg_sbb,
-    svrg_sbb_pl,
 )
 
 __all__ = ["OrdinalEmbedding"]
@@ -56,24 +51,6 @@ _SOLVER_PARAMS = {
     "gd": ("update_frequency",),
     "cvx": ("update_frequency", "lam"),
 }
-
-
-# The function of each solver, by attribute name: looked up in this module
-# at call time, so that a solver can be wrapped (the contract tests spy on
-# the arguments that reach it) without touching the SOLVERS registry.
-_SOLVER_FUNCTIONS = {
-    "svrg_sbb": "svrg_sbb",
-    "svrg_sbb_pl": "svrg_sbb_pl",
-    "svrg": "svrg",
-    "sgd": "sgd",
-    "gd": "batch_gd",
-    "cvx": "projected_gd",
-}
-_IMPORTED = (svrg_sbb, svrg_sbb_pl, svrg, sgd, batch_gd, projected_gd)
-
-
-def _solver_function(name: str):
-    return globals()[_SOLVER_FUNCTIONS[name]]
 
 
 class OrdinalEmbedding(BaseEstimator):
@@ -267,6 +244,7 @@ class OrdinalEmbedding(BaseEstimator):
         self
         """
         self._validate_params()
+        ctx = resolve_fit_context(self)
         owner = type(self).__name__
         comps = as_comparisons(X, y, n_objects=n_objects, owner=owner)
         loss = get_loss(
@@ -284,14 +262,15 @@ class OrdinalEmbedding(BaseEstimator):
             init=init,
             init_scale=self.init_scale,
             validation=validation,
-            random_state=self.random_state,
-            device=self.device,
-            dtype=self.dtype,
+            random_state=ctx.random_state,
+            device=ctx.device,
+            dtype=ctx.dtype,
             verbose=self.verbose,
             callback=self.callback,
         )
-        kwargs.update({k: getattr(self, k) for k in _SOLVER_PARAMS[self.solver]})
-        result = _solver_function(self.solver)(comps, self.n_components, **kwargs)
+        solver = SOLVERS.resolve_name(self.solver)
+        kwargs.update({k: getattr(self, k) for k in _SOLVER_PARAMS[solver]})
+        result = SOLVERS.get(solver)(comps, self.n_components, **kwargs)
         self.loss_ = loss
         self.embedding_tensor_ = result.x
         self.embedding_ = to_numpy(result.x).astype(np.float64)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .._core import InvalidParameterError
+from .._core import InvalidParameterError, Registry
 
 __all__ = [
     "LOSSES",
@@ -250,13 +250,17 @@ class SOELoss(OrdinalLoss):
 
 
 #: Losses by name.
-LOSSES = {
-    "gnmds": GNMDSLoss,
-    "ckl": CKLLoss,
-    "ste": STELoss,
-    "tste": TSTELoss,
-    "soe": SOELoss,
-}
+LOSSES = Registry(
+    "loss",
+    {
+        "gnmds": GNMDSLoss,
+        "ckl": CKLLoss,
+        "ste": STELoss,
+        "tste": TSTELoss,
+        "soe": SOELoss,
+    },
+    owner="embedopt.ordinal",
+)
 
 
 def get_loss(
@@ -288,13 +292,14 @@ def get_loss(
     if isinstance(loss, OrdinalLoss):
         out = loss
     elif isinstance(loss, str) and loss in LOSSES:
+        loss = LOSSES.resolve_name(loss)
         kwargs = {
             "ckl": {"mu": mu},
             "tste": {"alpha": alpha},
             "gnmds": {"margin": margin},
             "soe": {"margin": margin},
         }.get(loss, {})
-        out = LOSSES[loss](**{k: v for k, v in kwargs.items() if v is not None})
+        out = LOSSES.get(loss)(**{k: v for k, v in kwargs.items() if v is not None})
     else:
         raise InvalidParameterError(
             "The 'loss' parameter must be a str among {'gnmds', 'ckl', 'ste', 'tste', "

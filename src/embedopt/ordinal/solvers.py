@@ -24,7 +24,7 @@ number of objects (lazy full-gradient term, see :mod:`embedopt.optim.svrg`).
 
 from __future__ import annotations
 
-from .._core import validate_params
+from .._core import Registry, validate_params
 from ..optim import (
     GD_CONSTRAINTS,
     SGD_CONSTRAINTS,
@@ -43,6 +43,7 @@ __all__ = [
     "DEFAULT_INIT_SCALE",
     "SOLVERS",
     "batch_gd",
+    "get_solver",
     "sgd",
     "svrg",
     "svrg_sbb",
@@ -402,11 +403,35 @@ def batch_gd(
 
 #: Solvers by name (the estimator's ``solver`` parameter; "cvx" is the convex
 #: Gram-matrix baseline :func:`~embedopt.ordinal.projected_gd`).
-SOLVERS = {
-    "svrg_sbb": svrg_sbb,
-    "svrg_sbb_pl": svrg_sbb_pl,
-    "svrg": svrg,
-    "sgd": sgd,
-    "gd": batch_gd,
-    "cvx": projected_gd,
-}
+SOLVERS = Registry(
+    "solver",
+    {
+        "svrg_sbb": svrg_sbb,
+        "svrg_sbb_pl": svrg_sbb_pl,
+        "svrg": svrg,
+        "sgd": sgd,
+        "gd": batch_gd,
+        "cvx": projected_gd,
+    },
+    owner="embedopt.ordinal",
+)
+
+
+def get_solver(name: str):
+    """The ordinal-embedding solver function named ``name`` (see :data:`SOLVERS`).
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    callable
+        ``solver(comparisons, n_components, **options) -> SolverResult``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``name`` names no solver; the message lists the valid names.
+    """
+    return SOLVERS.get(name)
