@@ -89,7 +89,7 @@ def test_history_columns_and_continuation(reference):
         max_iter=300,
         dtype="float64",
         random_state=0,
-        decay=0.5,
+        lam_decay=0.5,
         lam_start=8.0,
     )
     h = res.history
@@ -238,8 +238,8 @@ def test_bad_inputs():
         match=r"'lam' parameter of ais_impute must be a float in \(0",
     ):
         ais_impute(entries, 0.0)
-    with pytest.raises(InvalidParameterError, match="'decay' parameter"):
-        ais_impute(entries, 1.0, decay=1.5)
+    with pytest.raises(InvalidParameterError, match="'lam_decay' parameter"):
+        ais_impute(entries, 1.0, lam_decay=1.5)
     with pytest.raises(DataValidationError, match=r"\+/-1 labels"):
         ais_impute(entries, 1.0, loss="logistic")
     with pytest.raises(DataValidationError, match="NaN"):

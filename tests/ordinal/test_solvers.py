@@ -247,7 +247,11 @@ def test_gpu_full_gradient_matches_cpu():
 
 @pytest.mark.parametrize(
     "solver, bad",
-    [(svrg_sbb, {"batch_size": 0}), (sgd, {"decay": -1.0}), (batch_gd, {"tol": -1.0})],
+    [
+        (svrg_sbb, {"batch_size": 0}),
+        (sgd, {"learning_rate_decay": -1.0}),
+        (batch_gd, {"tol": -1.0}),
+    ],
 )
 def test_solver_parameters_are_checked_before_the_data(solver, bad):
     # Out-of-range comparisons too: the parameter error must come first,

@@ -2,6 +2,7 @@
 
 from .base import BaseEstimator, check_is_fitted, clone
 from .context import FitContext, resolve_fit_context
+from .deprecation import renamed_parameters
 from .device import resolve_device, resolve_dtype, to_numpy
 from .exceptions import (
     ConvergenceWarning,
@@ -37,6 +38,7 @@ __all__ = [
     "check_param",
     "clone",
     "get_logger",
+    "renamed_parameters",
     "resolve_device",
     "resolve_dtype",
     "resolve_fit_context",

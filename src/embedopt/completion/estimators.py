@@ -15,6 +15,7 @@ from .._core import (
     InvalidParameterError,
     Options,
     check_is_fitted,
+    renamed_parameters,
     resolve_fit_context,
     to_numpy,
 )
@@ -116,7 +117,7 @@ class _CompletionEstimator(BaseEstimator):
         return dict(
             max_iter=self.max_iter,
             tol=self.tol,
-            decay=self.decay,
+            lam_decay=self.lam_decay,
             power_iters=self.power_iters,
             max_rank=self.max_rank,
             verbose=self.verbose,
@@ -345,7 +346,7 @@ class MatrixCompletion(_CompletionEstimator):
         Iterations per solve.
     tol : float
         Relative objective change that stops a solve (paper: 1e-4).
-    decay : float
+    lam_decay : float
         Continuation factor nu in (0, 1).
     power_iters : int
         Power iterations per approximate SVT (paper: 3).
@@ -415,7 +416,7 @@ class MatrixCompletion(_CompletionEstimator):
         "max_rank": [Interval(int, 1, None), None],
         "max_iter": [Interval(int, 1, None)],
         "tol": [Interval(float, 0, None)],
-        "decay": [Interval(float, 0, 1, closed="neither")],
+        "lam_decay": [Interval(float, 0, 1, closed="neither")],
         "power_iters": [Interval(int, 0, None)],
         "postprocess": ["boolean", Options(["auto"])],
         "center": [Options(CENTERINGS)],
@@ -433,6 +434,7 @@ class MatrixCompletion(_CompletionEstimator):
         "callback": ["callable", None],
     }
 
+    @renamed_parameters(decay="lam_decay")
     def __init__(
         self,
         lam="auto",
@@ -442,7 +444,7 @@ class MatrixCompletion(_CompletionEstimator):
         max_rank=None,
         max_iter=500,
         tol=1e-4,
-        decay=0.85,
+        lam_decay=0.85,
         power_iters=3,
         postprocess="auto",
         center="both",
@@ -465,7 +467,7 @@ class MatrixCompletion(_CompletionEstimator):
         self.max_rank = max_rank
         self.max_iter = max_iter
         self.tol = tol
-        self.decay = decay
+        self.lam_decay = lam_decay
         self.power_iters = power_iters
         self.postprocess = postprocess
         self.center = center
@@ -508,7 +510,7 @@ class TensorCompletion(_CompletionEstimator):
     mode_weights : sequence of float, optional
         Default ``sqrt(max_k I_k / I_d)`` (the paper's ``(1, 1, sqrt(m/3))`` for
         m x m x 3 tensors, Sec. 5.6).
-    loss, solver, max_rank, max_iter, tol, decay, power_iters, postprocess,
+    loss, solver, max_rank, max_iter, tol, lam_decay, power_iters, postprocess,
     center, scale, center_reg, n_lambdas, lambda_min_ratio, patience,
     validation_fraction, refit, random_state, device, dtype, verbose, callback
         As in :class:`MatrixCompletion` (``center="both"`` removes an offset
@@ -541,6 +543,7 @@ class TensorCompletion(_CompletionEstimator):
         ],
     }
 
+    @renamed_parameters(decay="lam_decay")
     def __init__(
         self,
         lam="auto",
@@ -551,7 +554,7 @@ class TensorCompletion(_CompletionEstimator):
         max_rank=None,
         max_iter=500,
         tol=1e-4,
-        decay=0.85,
+        lam_decay=0.85,
         power_iters=3,
         postprocess="auto",
         center="both",
@@ -575,7 +578,7 @@ class TensorCompletion(_CompletionEstimator):
         self.max_rank = max_rank
         self.max_iter = max_iter
         self.tol = tol
-        self.decay = decay
+        self.lam_decay = lam_decay
         self.power_iters = power_iters
         self.postprocess = postprocess
         self.center = center

@@ -22,6 +22,7 @@ from .._core import (
     ConvergenceWarning,
     Interval,
     Options,
+    renamed_parameters,
     resolve_random_state,
     validate_params,
 )
@@ -42,6 +43,7 @@ _CONSTRAINTS = {
 }
 
 
+@renamed_parameters(decay="lam_decay")
 def dc_completion(
     X,
     lam: float,
@@ -57,7 +59,7 @@ def dc_completion(
     outer_tol: float = 1e-4,
     max_iter: int = 500,
     tol: float = 1e-4,
-    decay: float = 0.85,
+    lam_decay: float = 0.85,
     power_iters: int = 3,
     max_rank: int | None = None,
     init=None,
@@ -90,7 +92,7 @@ def dc_completion(
     max_outer_iter, outer_tol : int, float
         DC iterations and the relative change of the nonconvex objective that
         stops them.
-    max_iter, tol, decay, power_iters, max_rank
+    max_iter, tol, lam_decay, power_iters, max_rank
         Inner solver settings (see :func:`ais_impute`).
     init : tuple (U, s, V), optional
         ``X_0``; default: the nuclear-norm solution at the same lambda.
@@ -127,7 +129,7 @@ def dc_completion(
         **method,
         max_iter=max_iter,
         tol=tol,
-        decay=decay,
+        lam_decay=lam_decay,
         power_iters=power_iters,
         max_rank=max_rank,
     )
@@ -180,6 +182,7 @@ def dc_completion(
     return monitor.result((U, s, V), lam=lam, regularizer=repr(reg))
 
 
+@renamed_parameters(decay="lam_decay")
 def irnn(
     X,
     lam: float,
@@ -193,7 +196,7 @@ def irnn(
     shape=None,
     max_iter: int = 500,
     tol: float = 1e-4,
-    decay: float = 0.85,
+    lam_decay: float = 0.85,
     power_iters: int = 3,
     max_rank: int | None = None,
     init=None,
@@ -234,7 +237,7 @@ def irnn(
         **method,
         max_iter=max_iter,
         tol=tol,
-        decay=decay,
+        lam_decay=lam_decay,
         power_iters=power_iters,
         max_rank=max_rank,
         init=init,

@@ -19,6 +19,7 @@ from .._core import (
     Interval,
     InvalidParameterError,
     Options,
+    renamed_parameters,
     resolve_random_state,
     validate_params,
 )
@@ -97,6 +98,7 @@ _PATH_CONSTRAINTS = {
 }
 
 
+@renamed_parameters(decay="lam_decay")
 def lambda_path(
     X,
     validation=None,
@@ -113,7 +115,7 @@ def lambda_path(
     dtype=None,
     max_iter: int = 500,
     tol: float = 1e-4,
-    decay: float = 0.85,
+    lam_decay: float = 0.85,
     power_iters: int = 3,
     max_rank: int | None = None,
     mode_weights=None,
@@ -155,7 +157,7 @@ def lambda_path(
         set is small and its curve noisy.
     loss, shape, device, dtype
         See :class:`CompletionProblem`.
-    max_iter, tol, decay, power_iters, max_rank, mode_weights, random_state,
+    max_iter, tol, lam_decay, power_iters, max_rank, mode_weights, random_state,
     verbose, callback
         Passed to the solver (see :func:`ais_impute`; ``mode_weights`` for
         tensors).
@@ -214,7 +216,7 @@ def lambda_path(
             **method,
             max_iter=max_iter,
             tol=tol,
-            decay=decay,
+            lam_decay=lam_decay,
             lam_start=lam_prev,
             power_iters=power_iters,
             mode_weights=mode_weights,
@@ -352,7 +354,7 @@ def fit_path(
         Tensors: ``lambda_d = lam * mode_weights[d]``.
     random_state : None, int, numpy Generator or RandomState
     **solver_options
-        ``max_iter``, ``tol``, ``decay``, ``power_iters``, ``max_rank``,
+        ``max_iter``, ``tol``, ``lam_decay``, ``power_iters``, ``max_rank``,
         ``verbose``, ``callback`` of :func:`proximal_completion`.
 
     Returns

@@ -29,6 +29,7 @@ from .._core import (
     InvalidParameterError,
     Options,
     Registry,
+    renamed_parameters,
     resolve_random_state,
     validate_params,
 )
@@ -301,13 +302,13 @@ class _CompletionStep:
             ]
         return its, self._total(its)
 
-    def default_start(self, lam: float, decay: float, rs) -> float:
+    def default_start(self, lam: float, lam_decay: float, rs) -> float:
         """``lambda_hat = lam + nu (lambda_max - lam)``: a nonzero first iterate."""
         lmax = self.problem.lambda_max(generator=rs.torch(self.problem.device))
         lmax = [lmax] if len(self.mode_weights) == 1 else lmax
         # In units of lam: mode d's zero-solution threshold is lmax_d / w_d.
         top = max(lm / w for lm, w in zip(lmax, self.mode_weights, strict=True))
-        return lam + decay * (top - lam) if top > lam else lam
+        return lam + lam_decay * (top - lam) if top > lam else lam
 
     def _total(self, its) -> torch.Tensor:
         return its[0].x if len(its) == 1 else sum(it.x for it in its)
@@ -388,6 +389,7 @@ class _CompletionStep:
         self.svt.expand()
 
 
+@renamed_parameters(decay="lam_decay")
 def proximal_completion(
     problem: CompletionProblem,
     lam: float,
@@ -396,7 +398,7 @@ def proximal_completion(
     momentum: str = "nesterov_restart",
     max_iter: int = 500,
     tol: float = 1e-4,
-    decay: float = 0.85,
+    lam_decay: float = 0.85,
     lam_start: float | None = None,
     power_iters: int = 3,
     max_rank: int | None = None,
@@ -433,7 +435,7 @@ def proximal_completion(
     max_iter, tol : int, float
         Stop when the relative change of the objective is below ``tol`` (the
         paper uses 1e-4) once the continuation has ended, or after ``max_iter``.
-    decay : float
+    lam_decay : float
         nu in (0, 1): ``lambda_t = (lambda_hat - lambda) nu^(t-1) + lambda``.
     lam_start : float, optional
         lambda_hat, in the units of ``lam`` (for tensors mode d continues from
@@ -525,12 +527,12 @@ def proximal_completion(
     )
     x0 = step.initial(init)
     if lam_start is None:
-        lam_start = lam if init is not None else step.default_start(lam, decay, rs)
+        lam_start = lam if init is not None else step.default_start(lam, lam_decay, rs)
     res = accelerated_proximal_gradient(
         step,
         x0,
         momentum=momentum,
-        continuation=GeometricContinuation(lam, lam_start, decay),
+        continuation=GeometricContinuation(lam, lam_start, lam_decay),
         max_iter=max_iter,
         tol=tol,
         name=name,
@@ -583,7 +585,7 @@ _COMMON_CONSTRAINTS = {
     "lam": [Interval(float, 0, None, closed="neither")],
     "max_iter": [Interval(int, 1, None)],
     "tol": [Interval(float, 0, None)],
-    "decay": [Interval(float, 0, 1, closed="neither")],
+    "lam_decay": [Interval(float, 0, 1, closed="neither")],
     "lam_start": [Interval(float, 0, None, closed="neither"), None],
     "power_iters": [Interval(int, 0, None)],
     "max_rank": [Interval(int, 1, None), None],
@@ -606,6 +608,7 @@ def _run(
     return proximal_completion(problem, float(lam), svt=svt, momentum=momentum, **kw)
 
 
+@renamed_parameters(decay="lam_decay")
 def ais_impute(
     X,
     lam: float,
@@ -616,7 +619,7 @@ def ais_impute(
     shape=None,
     max_iter: int = 500,
     tol: float = 1e-4,
-    decay: float = 0.85,
+    lam_decay: float = 0.85,
     lam_start: float | None = None,
     power_iters: int = 3,
     max_rank: int | None = None,
@@ -659,7 +662,7 @@ def ais_impute(
     max_iter : int
     tol : float
         Relative change of the objective between iterations (paper: 1e-4).
-    decay : float
+    lam_decay : float
         nu of the continuation ``lambda_t = (lambda_hat - lambda) nu^(t-1) +
         lambda`` (the authors' experiments use 0.85).
     lam_start : float, optional
@@ -715,7 +718,7 @@ def ais_impute(
         dtype=dtype,
         max_iter=max_iter,
         tol=tol,
-        decay=decay,
+        lam_decay=lam_decay,
         lam_start=lam_start,
         power_iters=power_iters,
         max_rank=max_rank,
@@ -729,6 +732,7 @@ def ais_impute(
     )
 
 
+@renamed_parameters(decay="lam_decay")
 def soft_impute(
     X,
     lam: float,
@@ -738,7 +742,7 @@ def soft_impute(
     shape=None,
     max_iter: int = 500,
     tol: float = 1e-4,
-    decay: float = 0.85,
+    lam_decay: float = 0.85,
     lam_start: float | None = None,
     max_rank: int | None = None,
     init=None,
@@ -775,7 +779,7 @@ def soft_impute(
         dtype=dtype,
         max_iter=max_iter,
         tol=tol,
-        decay=decay,
+        lam_decay=lam_decay,
         lam_start=lam_start,
         max_rank=max_rank,
         init=init,
@@ -787,6 +791,7 @@ def soft_impute(
     )
 
 
+@renamed_parameters(decay="lam_decay")
 def apg(
     X,
     lam: float,
@@ -796,7 +801,7 @@ def apg(
     shape=None,
     max_iter: int = 500,
     tol: float = 1e-4,
-    decay: float = 0.85,
+    lam_decay: float = 0.85,
     lam_start: float | None = None,
     max_rank: int | None = None,
     init=None,
@@ -833,7 +838,7 @@ def apg(
         dtype=dtype,
         max_iter=max_iter,
         tol=tol,
-        decay=decay,
+        lam_decay=lam_decay,
         lam_start=lam_start,
         max_rank=max_rank,
         init=init,

@@ -14,6 +14,7 @@ from .._core import (
     Interval,
     Options,
     check_is_fitted,
+    renamed_parameters,
     resolve_fit_context,
     to_numpy,
 )
@@ -47,7 +48,7 @@ _SOLVER_PARAMS = {
         "module_epochs",
     ),
     "svrg": ("batch_size", "update_frequency", "output"),
-    "sgd": ("batch_size", "update_frequency", "decay"),
+    "sgd": ("batch_size", "update_frequency", "learning_rate_decay"),
     "gd": ("update_frequency",),
     "cvx": ("update_frequency", "lam"),
 }
@@ -95,8 +96,8 @@ class OrdinalEmbedding(BaseEstimator):
         SVRG solvers: last snapshot or a uniformly drawn inner iterate.
     module_epochs : int
         Epochs per module of ``solver="svrg_sbb_pl"``.
-    decay : float
-        SGD step decay.
+    learning_rate_decay : float
+        SGD step learning_rate_decay.
     lam : float
         Trace regularization of ``solver="cvx"``.
     mu : float, optional
@@ -154,7 +155,7 @@ class OrdinalEmbedding(BaseEstimator):
         "tol": [Interval(float, 0, None)],
         "output": [Options(["last", "random"])],
         "module_epochs": [Interval(int, 1, None)],
-        "decay": [Interval(float, 0, None)],
+        "learning_rate_decay": [Interval(float, 0, None)],
         "lam": [Interval(float, 0, None)],
         "mu": [Interval(float, 0, None), None],
         "alpha": [Interval(float, 0, None, closed="neither"), None],
@@ -167,6 +168,7 @@ class OrdinalEmbedding(BaseEstimator):
         "callback": ["callable", None],
     }
 
+    @renamed_parameters(decay="learning_rate_decay")
     def __init__(
         self,
         n_components=2,
@@ -182,7 +184,7 @@ class OrdinalEmbedding(BaseEstimator):
         tol=1e-4,
         output="last",
         module_epochs=5,
-        decay=1.0,
+        learning_rate_decay=1.0,
         lam=0.0,
         mu=None,
         alpha=None,
@@ -206,7 +208,7 @@ class OrdinalEmbedding(BaseEstimator):
         self.tol = tol
         self.output = output
         self.module_epochs = module_epochs
-        self.decay = decay
+        self.learning_rate_decay = learning_rate_decay
         self.lam = lam
         self.mu = mu
         self.alpha = alpha

@@ -24,7 +24,7 @@ number of objects (lazy full-gradient term, see :mod:`embedopt.optim.svrg`).
 
 from __future__ import annotations
 
-from .._core import Registry, validate_params
+from .._core import Interval, Registry, renamed_parameters, validate_params
 from ..optim import (
     GD_CONSTRAINTS,
     SGD_CONSTRAINTS,
@@ -61,41 +61,55 @@ DEFAULT_BATCH_SIZE = 100
 DEFAULT_INIT_SCALE = 0.1
 
 
+#: Constraints of the ordinal-level options of sgd / batch_gd.
+_SGD_OWN = {
+    "learning_rate_decay": [Interval(float, 0, None)],
+    "update_frequency": [Interval(int, 1, None), None],
+}
+
+
 def _epoch_samples(n: int, update_frequency: int | None) -> int:
     return n + 2 * int(update_frequency or n)
 
 
-def _prepare(comparisons, n_components, common, owner, constraints):
-    # The solver's own parameters are checked before the (possibly large)
-    # comparisons are validated and moved to the device.
-    validate_params(owner, common, constraints)
-    return setup(
-        comparisons,
-        n_components,
-        loss=common.pop("loss"),
-        n_objects=common.pop("n_objects"),
-        init=common.pop("init"),
-        init_scale=common.pop("init_scale"),
-        validation=common.pop("validation"),
-        random_state=common.pop("random_state"),
-        device=common.pop("device"),
-        dtype=common.pop("dtype"),
-        owner=owner,
-    )
+def _prepare(comparisons, n_components, data: dict, run: dict, owner, constraints):
+    """Check the solver's ``run`` options, then set up the ``data`` problem.
+
+    The solver's own parameters are checked before the (possibly large)
+    comparisons are validated and moved to the device.
+    """
+    validate_params(owner, run, constraints)
+    return setup(comparisons, n_components, **data, owner=owner)
 
 
-def _run_svrg(comparisons, n_components, name, common, **svrg_kwargs):
-    s = _prepare(comparisons, n_components, common, name, SVRG_CONSTRAINTS)
-    if common.pop("relative_epsilon", False):
-        common["epsilon"] *= s.problem.curvature_scale
+def _data(loss, n_objects, init, init_scale, validation, random_state, device, dtype):
+    """The problem-setup arguments that every ordinal solver shares."""
+    return {
+        "loss": loss,
+        "n_objects": n_objects,
+        "init": init,
+        "init_scale": init_scale,
+        "validation": validation,
+        "random_state": random_state,
+        "device": device,
+        "dtype": dtype,
+    }
+
+
+def _run_svrg(comparisons, n_components, name, data, run, *, step_size, epsilon=0.0):
+    run = {**run, "epsilon": epsilon}
+    s = _prepare(comparisons, n_components, data, run, name, SVRG_CONSTRAINTS)
+    relative = run.pop("relative_epsilon", False)
+    if relative:
+        run["epsilon"] *= s.problem.curvature_scale
     return _svrg(
         s.problem,
         s.x0,
+        step_size=step_size,
         evaluate=s.evaluate,
         random_state=s.rs,
         name=name,
-        **common,
-        **svrg_kwargs,
+        **run,
     )
 
 
@@ -190,10 +204,31 @@ def svrg_sbb(
         iteration, time, objective, step_size, grad_evals, passes,
         grad_norm, and val_error with validation.
     """
-    common = dict(locals())  # every argument, forwarded by name
-    comps = common.pop("comparisons")
-    p = common.pop("n_components")
-    return _run_svrg(comps, p, "SVRG-SBB", common, step_size="sbb")
+    run = {
+        "relative_epsilon": relative_epsilon,
+        "batch_size": batch_size,
+        "update_frequency": update_frequency,
+        "learning_rate": learning_rate,
+        "max_iter": max_iter,
+        "tol": tol,
+        "output": output,
+        "module_epochs": module_epochs,
+        "lazy": lazy,
+        "verbose": verbose,
+        "callback": callback,
+    }
+    data = _data(
+        loss, n_objects, init, init_scale, validation, random_state, device, dtype
+    )
+    return _run_svrg(
+        comparisons,
+        n_components,
+        "SVRG-SBB",
+        data,
+        run,
+        step_size="sbb",
+        epsilon=epsilon,
+    )
 
 
 def svrg_sbb_pl(
@@ -277,19 +312,31 @@ def svrg(
     -------
     SolverResult
     """
-    common = dict(locals())  # every argument, forwarded by name
-    comps = common.pop("comparisons")
-    p = common.pop("n_components")
-    return _run_svrg(comps, p, "SVRG", common, step_size="constant")
+    run = {
+        "batch_size": batch_size,
+        "update_frequency": update_frequency,
+        "learning_rate": learning_rate,
+        "max_iter": max_iter,
+        "tol": tol,
+        "output": output,
+        "lazy": lazy,
+        "verbose": verbose,
+        "callback": callback,
+    }
+    data = _data(
+        loss, n_objects, init, init_scale, validation, random_state, device, dtype
+    )
+    return _run_svrg(comparisons, n_components, "SVRG", data, run, step_size="constant")
 
 
+@renamed_parameters(decay="learning_rate_decay")
 def sgd(
     comparisons,
     n_components: int = 2,
     *,
     loss="ste",
     learning_rate="auto",
-    decay: float = 1.0,
+    learning_rate_decay: float = 1.0,
     batch_size: int = DEFAULT_BATCH_SIZE,
     update_frequency: int | None = None,
     max_iter: int = 100,
@@ -307,7 +354,7 @@ def sgd(
     """Ordinal embedding by mini-batch SGD with a decaying step.
 
     Epoch k draws ``|Q| + 2m`` comparisons (an SVRG epoch's budget) and
-    steps with ``alpha_k = learning_rate / (1 + decay k)``.
+    steps with ``alpha_k = learning_rate / (1 + learning_rate_decay k)``.
 
     Parameters
     ----------
@@ -316,7 +363,7 @@ def sgd(
     loss : {"ste", "tste", "gnmds", "ckl", "soe"} or OrdinalLoss
     learning_rate : float or "auto"
         alpha_0 (full-gradient units).
-    decay : float
+    learning_rate_decay : float
     batch_size : int
     update_frequency : int, optional
         m of the SVRG epoch whose budget an epoch matches (default |Q|).
@@ -328,19 +375,36 @@ def sgd(
     -------
     SolverResult
     """
-    common = dict(locals())  # every argument, forwarded by name
-    comps = common.pop("comparisons")
-    p = common.pop("n_components")
-    m = common.pop("update_frequency")
-    s = _prepare(comps, p, common, "SGD", SGD_CONSTRAINTS)
+    run = {
+        "learning_rate": learning_rate,
+        # optim.sgd's step rule calls the learning-rate decay "decay".
+        "decay": learning_rate_decay,
+        "batch_size": batch_size,
+        "max_iter": max_iter,
+        "tol": tol,
+        "verbose": verbose,
+        "callback": callback,
+    }
+    validate_params(
+        "SGD",
+        {
+            "learning_rate_decay": learning_rate_decay,
+            "update_frequency": update_frequency,
+        },
+        _SGD_OWN,
+    )
+    data = _data(
+        loss, n_objects, init, init_scale, validation, random_state, device, dtype
+    )
+    s = _prepare(comparisons, n_components, data, run, "SGD", SGD_CONSTRAINTS)
     return _sgd(
         s.problem,
         s.x0,
-        samples_per_epoch=_epoch_samples(s.problem.n_samples, m),
+        samples_per_epoch=_epoch_samples(s.problem.n_samples, update_frequency),
         evaluate=s.evaluate,
         random_state=s.rs,
         name="SGD",
-        **common,
+        **run,
     )
 
 
@@ -385,19 +449,26 @@ def batch_gd(
     -------
     SolverResult
     """
-    common = dict(locals())  # every argument, forwarded by name
-    comps = common.pop("comparisons")
-    p = common.pop("n_components")
-    m = common.pop("update_frequency")
-    s = _prepare(comps, p, common, "Batch GD", GD_CONSTRAINTS)
+    run = {
+        "learning_rate": learning_rate,
+        "max_iter": max_iter,
+        "tol": tol,
+        "verbose": verbose,
+        "callback": callback,
+    }
+    validate_params("Batch GD", {"update_frequency": update_frequency}, _SGD_OWN)
+    data = _data(
+        loss, n_objects, init, init_scale, validation, random_state, device, dtype
+    )
+    s = _prepare(comparisons, n_components, data, run, "Batch GD", GD_CONSTRAINTS)
     n = s.problem.n_samples
     return gradient_descent(
         s.problem,
         s.x0,
-        steps_per_iteration=max(1, round(_epoch_samples(n, m) / n)),
+        steps_per_iteration=max(1, round(_epoch_samples(n, update_frequency) / n)),
         evaluate=s.evaluate,
         name="Batch GD",
-        **common,
+        **run,
     )
 
 
