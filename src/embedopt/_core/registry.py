@@ -27,16 +27,7 @@ __all__ = ["Registry", "canonical_name"]
 
 
 def canonical_name(name: str) -> str:
-    """The registry spelling of ``name``: lower case, ``-`` and spaces as ``_``.
-
-    Parameters
-    ----------
-    name : str
-
-    Returns
-    -------
-    str
-    """
+    """The registry spelling of ``name``: lower case, ``-`` and spaces as ``_``."""
     return name.strip().lower().replace("-", "_").replace(" ", "_")
 
 
@@ -96,16 +87,7 @@ class Registry(Mapping):
         return obj
 
     def register(self, name: str) -> Callable[[Any], Any]:
-        """Decorator form of :meth:`add`.
-
-        Parameters
-        ----------
-        name : str
-
-        Returns
-        -------
-        callable
-        """
+        """Decorator form of :meth:`add`: ``@registry.register("name")``."""
         return lambda obj: self.add(name, obj)
 
     # -- lookup -----------------------------------------------------------------

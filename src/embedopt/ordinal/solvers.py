@@ -488,21 +488,6 @@ SOLVERS = Registry(
 )
 
 
-def get_solver(name: str):
-    """The ordinal-embedding solver function named ``name`` (see :data:`SOLVERS`).
-
-    Parameters
-    ----------
-    name : str
-
-    Returns
-    -------
-    callable
-        ``solver(comparisons, n_components, **options) -> SolverResult``.
-
-    Raises
-    ------
-    InvalidParameterError
-        If ``name`` names no solver; the message lists the valid names.
-    """
-    return SOLVERS.get(name)
+#: ``get_solver(name)``: the solver function of that name (any accepted
+#: spelling); an unknown name raises InvalidParameterError listing the valid ones.
+get_solver = SOLVERS.get
