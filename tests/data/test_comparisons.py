@@ -189,3 +189,15 @@ def test_load_digits():
 def test_missing_dataset_names_the_folder(tmp_path):
     with pytest.raises(FileNotFoundError, match="music-aset400-triplets"):
         load_music_triplets(tmp_path)
+
+
+def test_as_quadruplets_keeps_every_comparison_as_asked():
+    from embedopt.data import Comparisons, as_quadruplets
+
+    np.testing.assert_array_equal(
+        as_quadruplets([[0, 1, 2], [3, 3, 5]]), [[0, 1, 0, 2], [3, 3, 3, 5]]
+    )
+    quads = np.array([[0, 1, 2, 3]])
+    np.testing.assert_array_equal(as_quadruplets(quads), quads)
+    comps = Comparisons(np.array([[0, 1, 2]]), n_objects=3)
+    np.testing.assert_array_equal(as_quadruplets(comps), comps.as_quadruplets())

@@ -5,6 +5,7 @@ from .comparisons import (
     Comparisons,
     ComparisonWarning,
     as_comparisons,
+    as_quadruplets,
     split_comparisons,
 )
 from .entries import ObservedEntries, as_observed_entries
@@ -64,6 +65,7 @@ __all__ = [
     "PlantedEmbedding",
     "as_comparisons",
     "as_observed_entries",
+    "as_quadruplets",
     "flip_comparisons",
     "get_data_home",
     "kfold_entries",

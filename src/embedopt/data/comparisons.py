@@ -13,6 +13,7 @@ __all__ = [
     "ComparisonWarning",
     "Comparisons",
     "as_comparisons",
+    "as_quadruplets",
     "split_comparisons",
 ]
 
@@ -167,6 +168,33 @@ class Comparisons:
             n_objects=self.n_objects,
             validate=False,
         )
+
+
+def as_quadruplets(comparisons) -> np.ndarray:
+    """Comparisons as asked, as an (m, 4) int64 array of quadruplets.
+
+    A triplet ``(i, j, k)`` asks about the pairs ``(i, j)`` and ``(i, k)``:
+    it becomes ``(i, j, i, k)``. Unlike :func:`as_comparisons`, nothing is
+    oriented or dropped (degenerate comparisons included), which is what
+    scoring an embedding on given questions needs.
+
+    Parameters
+    ----------
+    comparisons : Comparisons or array-like of int, shape (m, 3) or (m, 4)
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (m, 4)
+
+    Raises
+    ------
+    DataValidationError
+        If the input is not an (m, 3) or (m, 4) array of integer indices.
+    """
+    if hasattr(comparisons, "as_quadruplets"):
+        return np.asarray(comparisons.as_quadruplets())
+    Q = _as_comparison_matrix(comparisons)
+    return Q[:, [0, 1, 0, 2]] if Q.shape[1] == 3 else Q
 
 
 def _as_comparison_matrix(indices) -> np.ndarray:

@@ -18,8 +18,7 @@ from .._core import (
     resolve_fit_context,
     to_numpy,
 )
-from ..data import as_comparisons
-from ..data.comparisons import _as_comparison_matrix
+from ..data import as_comparisons, as_quadruplets
 from .losses import LOSSES, OrdinalLoss, get_loss
 from .solvers import (
     DEFAULT_BATCH_SIZE,
@@ -339,12 +338,7 @@ class OrdinalEmbedding(BaseEstimator):
         numpy.ndarray of float64, shape (m,)
         """
         check_is_fitted(self, "embedding_")
-        if hasattr(X, "as_quadruplets"):
-            Q = X.as_quadruplets()
-        else:
-            Q = _as_comparison_matrix(X)
-            if Q.shape[1] == 3:
-                Q = Q[:, [0, 1, 0, 2]]
+        Q = as_quadruplets(X)
         if Q.min() < 0 or Q.max() >= self.n_objects_:
             raise DataValidationError(
                 f"Comparisons index objects outside [0, {self.n_objects_}), the "
