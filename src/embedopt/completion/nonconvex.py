@@ -150,11 +150,6 @@ def dc_completion(
             ).x
         U, s, V = init
         for _ in monitor:
-            if isinstance(reg, TruncatedNuclearNorm):
-                k = min(reg.rank, s.numel())
-                extra = dict(linear=(U[:, :k], V[:, :k]))
-            else:
-                extra = dict(weights=reg.weights(s))
             res = proximal_completion(
                 problem,
                 lam,
@@ -163,7 +158,7 @@ def dc_completion(
                 random_state=rs.spawn(),
                 name=label,
                 **inner,
-                **extra,
+                **_linearization(reg, U, s, V),
             )
             U, s, V = res.x
             x = problem.values_at(problem.pattern, U, s, V)
@@ -247,6 +242,19 @@ def irnn(
         callback=callback,
         name=f"IRNN[{reg.name}]",
     )
+
+
+def _linearization(reg, U, s, V) -> dict:
+    """The convex surrogate of one DC step at ``X = U diag(s) V^T``.
+
+    The truncated nuclear norm becomes ``||X||_* - tr(A^T X B)`` with the top
+    singular vectors (eq. (26)-(27)); the other concave penalties a weighted
+    nuclear norm with weights ``rbar'(sigma_i)`` (Lemma 3.6).
+    """
+    if isinstance(reg, TruncatedNuclearNorm):
+        k = min(reg.rank, s.numel())
+        return {"linear": (U[:, :k], V[:, :k])}
+    return {"weights": reg.weights(s)}
 
 
 def _reg_params(regularizer, rank, theta) -> dict:

@@ -186,24 +186,7 @@ def lambda_path(
             "validation=... (e.g. from embedopt.data.split_entries)."
         )
     rs = resolve_random_state(random_state, "lambda_path")
-    if lambdas is None:
-        lmax = problem.lambda_max(generator=rs.torch(problem.device))
-        if problem.ndim > 2:
-            # lambda_d = lam * w_d: the path starts where every mode is zero.
-            w = (
-                mode_weights
-                if mode_weights is not None
-                else default_mode_weights(problem.shape)
-            )
-            lmax = max(lm / float(wd) for lm, wd in zip(lmax, w, strict=True))
-        grid = lmax * np.geomspace(1.0, lambda_min_ratio, n_lambdas + 1)[1:]
-    else:
-        grid = np.sort(np.asarray(lambdas, dtype=float).ravel())[::-1]
-        if grid.size == 0 or (grid <= 0).any():
-            raise InvalidParameterError(
-                "The 'lambdas' parameter of lambda_path must hold positive floats. "
-                f"Got {lambdas!r}."
-            )
+    grid = _grid(problem, lambdas, n_lambdas, lambda_min_ratio, mode_weights, rs)
     method = method_options(solver)
     name = method.pop("name")
     higher_better = problem.loss.binary
@@ -256,6 +239,28 @@ def lambda_path(
         best_index,
         problem.metric_name,
     )
+
+
+def _grid(problem, lambdas, n_lambdas, lambda_min_ratio, mode_weights, rs):
+    """The decreasing lambda grid: the user's, or geometric below lambda_max."""
+    if lambdas is not None:
+        grid = np.sort(np.asarray(lambdas, dtype=float).ravel())[::-1]
+        if grid.size == 0 or (grid <= 0).any():
+            raise InvalidParameterError(
+                "The 'lambdas' parameter of lambda_path must hold positive floats. "
+                f"Got {lambdas!r}."
+            )
+        return grid
+    lmax = problem.lambda_max(generator=rs.torch(problem.device))
+    if problem.ndim > 2:
+        # lambda_d = lam * w_d: the path starts where every mode is zero.
+        w = (
+            mode_weights
+            if mode_weights is not None
+            else default_mode_weights(problem.shape)
+        )
+        lmax = max(lm / float(wd) for lm, wd in zip(lmax, w, strict=True))
+    return lmax * np.geomspace(1.0, lambda_min_ratio, n_lambdas + 1)[1:]
 
 
 def _rank(factors) -> int:
