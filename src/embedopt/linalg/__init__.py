@@ -1,6 +1,11 @@
-"""Linear algebra kernels: sparse patterns, structured operators, SVT, rotations."""
+"""Linear algebra kernels: sparse patterns, structured operators, SVT, rotations,
+conjugate gradient, PSD projections, and arithmetic on points (tensors or
+tuples of tensors, in :mod:`embedopt.linalg.points`)."""
 
+from . import points
+from .cg import CGResult, cg
 from .operators import DenseOperator, SparsePlusLowRank
+from .psd import embedding_from_gram, project_centered_psd, project_psd
 from .rotations import (
     apply_givens,
     apply_givens_sequence,
@@ -25,6 +30,7 @@ from .svd import (
 )
 
 __all__ = [
+    "CGResult",
     "DenseOperator",
     "SparsePattern",
     "SparsePlusLowRank",
@@ -32,14 +38,19 @@ __all__ = [
     "apply_givens_sequence",
     "approx_svt",
     "cayley",
+    "cg",
+    "embedding_from_gram",
     "exact_svt",
     "givens_directional_derivatives",
     "givens_matrix",
     "orthogonality_error",
     "orthonormalize",
     "partial_svd",
+    "points",
     "power_method",
     "procrustes",
+    "project_centered_psd",
+    "project_psd",
     "reorthogonalize",
     "shrink",
     "svt",

@@ -3,8 +3,9 @@
 Results and history, the callback protocol and progress reporting, stopping
 rules, momentum schedules, an L-BFGS wrapper, step-size rules, the
 finite-sum solvers (SVRG with stabilized Barzilai-Borwein steps, SGD, batch
-gradient descent), and Givens coordinate descent on rotations
-(pair-selection rules and a torch optimizer).
+gradient descent), Givens coordinate descent on rotations (pair-selection
+rules and a torch optimizer), and the second-order pieces: the smooth
+objective protocol, Armijo backtracking and truncated Newton-CG.
 """
 
 from .accelerated import (
@@ -29,9 +30,18 @@ from .givens import (
     givens_step,
 )
 from .gradient import GD_CONSTRAINTS, SGD_CONSTRAINTS, gradient_descent, sgd
-from .lbfgs import lbfgs
+from .lbfgs import LBFGS_CONSTRAINTS, lbfgs
+from .line_search import LineSearchResult, armijo_backtracking
 from .momentum import MOMENTUM, NesterovRestart, NoMomentum
 from .monitor import STOPPING_RULES, IterationMonitor, IterationState, RelativeChange
+from .newton import NEWTON_CG_CONSTRAINTS, newton_cg
+from .objective import (
+    AutogradObjective,
+    FunctionObjective,
+    GaussNewtonObjective,
+    HessianObjective,
+    Objective,
+)
 from .result import History, SolverResult
 from .step_sizes import (
     STEP_SIZES,
@@ -47,27 +57,35 @@ from .svrg import SVRG_CONSTRAINTS, svrg
 __all__ = [
     "CONTINUATIONS",
     "GD_CONSTRAINTS",
+    "LBFGS_CONSTRAINTS",
     "MOMENTUM",
+    "NEWTON_CG_CONSTRAINTS",
     "PAIR_SELECTIONS",
     "SGD_CONSTRAINTS",
     "STEP_SIZES",
     "STOPPING_RULES",
     "SVRG_CONSTRAINTS",
+    "AutogradObjective",
     "BarzilaiBorwein",
     "CompositeProblem",
     "ConstantStep",
     "FiniteSum",
     "FixedWeight",
+    "FunctionObjective",
+    "GaussNewtonObjective",
     "GeometricContinuation",
     "GivensOptimizer",
     "GreedyMatching",
     "GreedyOverlapping",
+    "HessianObjective",
     "History",
     "InverseDecay",
     "IterationMonitor",
     "IterationState",
+    "LineSearchResult",
     "NesterovRestart",
     "NoMomentum",
+    "Objective",
     "PairSelection",
     "ProximalProblem",
     "RandomMatching",
@@ -77,10 +95,12 @@ __all__ = [
     "StabilizedBB",
     "SteepestMatching",
     "accelerated_proximal_gradient",
+    "armijo_backtracking",
     "get_pair_selection",
     "givens_step",
     "gradient_descent",
     "lbfgs",
+    "newton_cg",
     "probe_step",
     "sgd",
     "stabilized_bb_step",

@@ -8,12 +8,11 @@ methods can be compared per gradient call (Ma et al., Sec. 5.1).
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from .._core import Interval, Options, resolve_random_state, validate_params
 from .finite_sum import FiniteSum, record_epoch
+from .line_search import armijo_backtracking
 from .monitor import IterationMonitor
 from .result import SolverResult
 from .step_sizes import FIXED_STEP_SAFETY, STEP_SIZES, probe_step
@@ -21,7 +20,7 @@ from .step_sizes import FIXED_STEP_SAFETY, STEP_SIZES, probe_step
 __all__ = ["GD_CONSTRAINTS", "SGD_CONSTRAINTS", "gradient_descent", "sgd"]
 
 _CHUNK = 1 << 20
-_MAX_HALVINGS = 40  # of a fixed step that increases the objective (safeguard)
+_MAX_HALVINGS = 40  # trials of a fixed step that increases the objective
 
 _COMMON = {
     "learning_rate": [Interval(float, 0, None, closed="neither"), Options(["auto"])],
@@ -255,7 +254,9 @@ def gradient_descent(
         )
         evals += n
     rule = STEP_SIZES[step_size](learning_rate=learning_rate, epsilon=epsilon)
-    guard = safeguard and step_size == "constant"
+    # The safeguard is Armijo backtracking with c1 = 0: accept a finite value
+    # that does not increase beyond rounding (100 eps relative).
+    trials = _MAX_HALVINGS if safeguard and step_size == "constant" else 1
     slack = 100 * torch.finfo(x.dtype).eps
     prev_x = prev_g = None
     step = 0
@@ -264,19 +265,25 @@ def gradient_descent(
             dx = None if prev_x is None else x - prev_x
             dy = None if prev_g is None else g - prev_g
             alpha = rule.step(step, dx, dy)
-            for _ in range(_MAX_HALVINGS):
-                x_new = x - alpha * g
-                if project is not None:
-                    x_new = project(x_new)
-                f_new, g_new = problem.value_and_grad(x_new)
-                evals += n
-                # Tolerate rounding-level increases near a stationary point.
-                ok = math.isfinite(f_new) and f_new <= f + slack * abs(f)
-                if not guard or ok:
-                    break
-                alpha = rule.learning_rate = alpha / 2
+            ls = armijo_backtracking(
+                problem.value_and_grad,
+                x,
+                f,
+                g,
+                -g,
+                step=alpha,
+                c1=0.0,
+                max_trials=trials,
+                slack=slack,
+                project=project,
+            )
+            evals += n * ls.n_evals
+            if trials > 1 and (ls.step != alpha or not ls.success):
+                # Halve for the rest of the run; after max_trials failures the
+                # last trial is kept and the step still halves once more.
+                alpha = rule.learning_rate = ls.step * (1 if ls.success else 0.5)
             prev_x, prev_g = x, g
-            x, f, g = x_new, f_new, g_new
+            x, f, g = ls.x, ls.value, ls.grad
             step += 1
         if record_epoch(monitor, x, f, g, alpha, evals, n, evaluate):
             break

@@ -1,81 +1,156 @@
-"""L-BFGS for small smooth problems whose function lives on any torch device."""
+"""L-BFGS for small smooth problems whose function lives on any torch device.
+
+SciPy's L-BFGS-B does the quasi-Newton algebra on a float64 NumPy copy of the
+iterate; the function and gradient run in torch, on the iterate's device and
+in its dtype. The run goes through :class:`~embedopt.optim.IterationMonitor`
+like every other solver: one history row per L-BFGS iteration (SciPy's
+callback), the callback protocol, progress bar and logging, and the
+:class:`~embedopt.ConvergenceWarning` at ``max_iter``.
+"""
 
 from __future__ import annotations
 
-import time
+import math
 from collections.abc import Callable
 
 import numpy as np
 import torch
 from scipy.optimize import minimize
 
+from .._core import Interval, validate_params
+from .monitor import IterationMonitor
+from .objective import Point, flatten, norm, unflatten
 from .result import SolverResult
 
-__all__ = ["lbfgs"]
+__all__ = ["LBFGS_CONSTRAINTS", "lbfgs"]
+
+#: Constraints of :func:`lbfgs`'s parameters.
+LBFGS_CONSTRAINTS = {
+    "max_iter": [Interval(int, 1, None)],
+    "tol": [Interval(float, 0, None)],
+    "history_size": [Interval(int, 1, None)],
+    "verbose": [Interval(int, 0, None), "boolean"],
+    "callback": ["callable", None],
+}
+
+
+def _never(history) -> bool:
+    return False  # SciPy applies the tolerances itself
 
 
 def lbfgs(
-    fun: Callable[[torch.Tensor], tuple[torch.Tensor | float, torch.Tensor]],
-    x0: torch.Tensor,
+    fun: Callable[[Point], tuple[torch.Tensor | float, Point]],
+    x0: Point,
     *,
     max_iter: int = 100,
     tol: float = 1e-8,
     history_size: int = 10,
+    verbose: int = 0,
+    callback=None,
+    name: str = "L-BFGS",
+    owner: str | None = None,
 ) -> SolverResult:
-    """Minimize a smooth function of a small vector with L-BFGS.
+    """Minimize a smooth function of a tensor or of factors with L-BFGS.
 
     The function and its gradient are evaluated in ``x0``'s dtype and on its
-    device; only the small iterate travels to SciPy's L-BFGS-B (in float64), so
-    the expensive part (e.g. a pass over millions of observed entries) stays on
-    the GPU when there is one.
+    device; only the iterate travels to SciPy's L-BFGS-B (in float64), so
+    the expensive part (e.g. a pass over millions of observed entries) stays
+    on the GPU when there is one. A tuple of tensors (e.g. the factor of a
+    Burer-Monteiro factorization with other blocks) is flattened for SciPy
+    and handed back to ``fun`` in its own shapes.
 
     Parameters
     ----------
     fun : callable
-        ``fun(x) -> (value, gradient)``.
-    x0 : torch.Tensor
-        Starting point (1-D).
+        ``fun(x) -> (value, gradient)``, the gradient with the structure of
+        ``x``.
+    x0 : Point
+        Starting point: a tensor (any shape) or a tuple of tensors of one
+        dtype and device.
     max_iter : int
         Maximum number of L-BFGS iterations.
     tol : float
-        Projected-gradient tolerance (``pgtol``) and relative function tolerance.
+        Projected-gradient tolerance (``gtol``: the largest gradient entry)
+        and relative function tolerance (``ftol``) of SciPy.
     history_size : int
         Number of stored correction pairs.
+    verbose : int
+    callback : callable, optional
+        ``callback(state) -> bool``, once per L-BFGS iteration; True stops.
+    name : str
+        Solver name in history, progress bars and warnings.
+    owner : str, optional
+        Who owns ``max_iter`` / ``tol`` (named in the ConvergenceWarning).
 
     Returns
     -------
     SolverResult
-        ``x`` is a tensor like ``x0``; ``history`` has the objective per
-        function evaluation.
+        ``x`` has the structure of ``x0``; ``history`` per iteration:
+        iteration, time, objective, grad_norm (Euclidean). ``stop_reason``:
+        ``"tol"``, ``"max_iter"``, ``"callback"``, or ``"line_search"`` when
+        SciPy's line search could not decrease f further (usually at
+        rounding level; SciPy's message is in ``info["message"]``).
+        ``info["n_fev"]``: function evaluations.
+
+    Raises
+    ------
+    NumericalInstabilityError
+        If the objective is NaN or infinite at ``x0`` or at an iterate.
     """
-    t0 = time.perf_counter()
-    values: list[float] = []
+    validate_params(
+        name,
+        dict(
+            max_iter=max_iter,
+            tol=tol,
+            history_size=history_size,
+            verbose=verbose,
+            callback=callback,
+        ),
+        LBFGS_CONSTRAINTS,
+    )
+    like = x0
+    dtype, device = flatten(x0).dtype, flatten(x0).device
+    monitor = IterationMonitor(
+        name,
+        max_iter,
+        tol,
+        stopping=_never,
+        verbose=verbose,
+        callback=callback,
+        owner=owner or name,
+        nonfinite_hint="the function overflows there (check the scaling of the "
+        "data or the starting point)",
+    )
+    monitor.start()
+    last: dict = {}
 
     def wrapped(z: np.ndarray):
-        x = torch.as_tensor(z, dtype=x0.dtype, device=x0.device)
+        x = unflatten(torch.as_tensor(z, dtype=dtype, device=device), like)
         f, g = fun(x)
         f = float(f)
-        values.append(f)
-        return f, g.detach().double().cpu().numpy()
+        if not last and not math.isfinite(f):
+            raise monitor.instability(f"the objective is {f} at the starting point")
+        last.update(z=z.copy(), x=x, f=f, g=g)
+        return f, flatten(g).detach().double().cpu().numpy()
+
+    def on_iteration(intermediate_result):
+        if not np.array_equal(intermediate_result.x, last["z"]):
+            with monitor.paused():  # SciPy accepted an earlier point: re-evaluate
+                wrapped(intermediate_result.x)
+        if monitor.record(last["x"], objective=last["f"], grad_norm=norm(last["g"])):
+            raise StopIteration
 
     res = minimize(
         wrapped,
-        x0.detach().double().cpu().numpy(),
+        flatten(x0).detach().double().cpu().numpy(),
         jac=True,
         method="L-BFGS-B",
+        callback=on_iteration,
         options={"maxiter": max_iter, "gtol": tol, "ftol": tol, "maxcor": history_size},
     )
-    x = torch.as_tensor(res.x, dtype=x0.dtype, device=x0.device)
-    n = len(values)
-    history = {
-        "iteration": np.arange(1, n + 1),
-        "objective": np.asarray(values),
-    }
-    return SolverResult(
-        x=x,
-        n_iter=int(res.nit),
-        stop_reason="tol" if res.success else "max_iter",
-        history=history,
-        elapsed=time.perf_counter() - t0,
-        info={"message": str(res.message), "n_fev": int(res.nfev)},
-    )
+    if not math.isfinite(float(res.fun)):
+        raise monitor.instability(f"the objective became {float(res.fun)}")
+    if monitor.stop_reason is None:
+        monitor.stop_reason = "tol" if res.success else "line_search"
+    x = unflatten(torch.as_tensor(res.x, dtype=dtype, device=device), like)
+    return monitor.result(x, message=str(res.message), n_fev=int(res.nfev))

@@ -20,10 +20,13 @@ from __future__ import annotations
 import torch
 
 from .._core import Interval, validate_params
+from ..linalg import embedding_from_gram, project_centered_psd
 from ..optim import SolverResult, gradient_descent
 from .losses import OrdinalLoss
 from .problem import OrdinalProblem, setup
 
+# project_centered_psd and embedding_from_gram live in embedopt.linalg; they
+# stay importable from here (and from embedopt.ordinal) for existing code.
 __all__ = ["GramProblem", "embedding_from_gram", "project_centered_psd", "projected_gd"]
 
 _CHUNK = 1 << 19
@@ -94,50 +97,6 @@ class GramProblem:
         return value, grad
 
 
-def project_centered_psd(G: torch.Tensor, rank: int | None = None) -> torch.Tensor:
-    """Euclidean projection onto ``{G PSD, G 1 = 0}`` (optionally rank <= r).
-
-    The set is the PSD cone of the subspace orthogonal to the all-ones
-    vector, so the projection centers ``C G C`` (C of eq. (38)) and clips the
-    negative eigenvalues; with ``rank`` only the ``rank`` largest are kept
-    (a projection onto a non-convex set).
-
-    Parameters
-    ----------
-    G : torch.Tensor, shape (n, n)
-    rank : int, optional
-
-    Returns
-    -------
-    torch.Tensor, shape (n, n)
-    """
-    S = 0.5 * (G + G.T)
-    S = S - S.mean(0, keepdim=True)
-    S = S - S.mean(1, keepdim=True)
-    w, V = torch.linalg.eigh(S)
-    w = torch.clamp(w, min=0)
-    if rank is not None and rank < w.numel():
-        w[: w.numel() - rank] = 0  # eigh sorts ascending
-    return (V * w) @ V.T
-
-
-def embedding_from_gram(G: torch.Tensor, n_components: int) -> torch.Tensor:
-    """The embedding ``X = V_p diag(sqrt(lambda_p))`` of the p largest eigenpairs.
-
-    Parameters
-    ----------
-    G : torch.Tensor, shape (n, n)
-    n_components : int
-
-    Returns
-    -------
-    torch.Tensor, shape (n, n_components)
-    """
-    w, V = torch.linalg.eigh(0.5 * (G + G.T))
-    w, V = w.flip(0)[:n_components], V.flip(1)[:, :n_components]
-    return V * torch.sqrt(torch.clamp(w, min=0))
-
-
 def projected_gd(
     comparisons,
     n_components: int = 2,
@@ -163,9 +122,10 @@ def projected_gd(
 
     Iterates ``G <- P(G - alpha (grad L(G) + lam I))`` with a fixed step
     (the paper does no line search for it), P the projection onto centered
-    PSD matrices (:func:`project_centered_psd`), and returns the embedding of
-    the p largest eigenpairs. One epoch makes ``round((|Q| + 2m) / |Q|)``
-    steps (3 by default), the gradient budget of an SVRG epoch.
+    PSD matrices (:func:`~embedopt.linalg.project_centered_psd`), and returns
+    the embedding of the p largest eigenpairs. One epoch makes
+    ``round((|Q| + 2m) / |Q|)`` steps (3 by default), the gradient budget of
+    an SVRG epoch.
 
     Parameters
     ----------

@@ -1,0 +1,224 @@
+"""Truncated Newton-CG with Levenberg-Marquardt damping and Armijo line search.
+
+One outer iteration at ``x`` with gradient ``g``::
+
+    B     = nabla^2 f(x)  or  J^T H_l J            (use="hessian" / "gauss_newton")
+    d     ~ solve (B + mu I) d = -g  by CG         (rtol cg_rtol, at most cg_max_iter)
+    pred  = -(<g, d> + <d, B d> / 2)               (decrease of the quadratic model)
+    t     = Armijo backtracking on f from t = 1
+    rho   = (f(x) - f(x + d)) / pred               (0 when the full step was cut)
+    mu   <- mu * 3/2 if rho < 1/4,  mu * 2/3 if rho > 3/4
+    x    <- x + t d
+
+B is only applied through products (``objective.hvp`` or ``objective.gnvp``),
+never formed. CG starts from 0, so every CG iterate is a descent direction
+for positive definite ``B + mu I``; on negative curvature (possible with the
+Hessian of a non-convex f) it returns the last iterate, still a descent
+direction. The damping rule is Martens' (2010) "Levenberg-Marquardt style"
+heuristic; the line search keeps the method globally convergent whatever
+mu is (Nocedal & Wright, Sec. 7.1).
+"""
+
+from __future__ import annotations
+
+from .._core import InvalidParameterError, Options, validate_params
+from .._core.validation import Interval
+from ..linalg.cg import cg
+from .line_search import armijo_backtracking
+from .monitor import IterationMonitor
+from .objective import Objective, Point, axpy, clone, inner, norm, scale
+from .result import SolverResult
+
+__all__ = ["NEWTON_CG_CONSTRAINTS", "newton_cg"]
+
+_LS_TRIALS = 30
+_RHO_LOW, _RHO_HIGH = 0.25, 0.75  # ratios that grow / shrink the damping
+_GROW, _SHRINK = 1.5, 2.0 / 3.0
+
+#: Constraints of :func:`newton_cg`'s parameters (callers may check them early).
+NEWTON_CG_CONSTRAINTS = {
+    "max_iter": [Interval(int, 1, None)],
+    "tol": [Interval(float, 0, None)],
+    "use": [Options(["hessian", "gauss_newton"])],
+    "cg_rtol": [Interval(float, 0, 1, closed="neither")],
+    "cg_max_iter": [Interval(int, 1, None), None],
+    "damping": [Interval(float, 0, None)],
+    "line_search": ["boolean"],
+    "c1": [Interval(float, 0, 1, closed="neither")],
+    "verbose": [Interval(int, 0, None), "boolean"],
+    "callback": ["callable", None],
+}
+
+
+def _curvature_product(objective, use: str):
+    method = "hvp" if use == "hessian" else "gnvp"
+    product = getattr(objective, method, None)
+    if not callable(product):
+        raise InvalidParameterError(
+            f"The 'use' parameter of newton_cg is {use!r}, but the objective has no "
+            f"'{method}(x, v)' method. Implement it, choose the other product, or "
+            "wrap a differentiable function in AutogradObjective (which has hvp)."
+        )
+    return product
+
+
+def newton_cg(
+    objective: Objective,
+    x0: Point,
+    *,
+    max_iter: int = 100,
+    tol: float = 1e-6,
+    use: str = "hessian",
+    cg_rtol: float = 0.1,
+    cg_max_iter: int | None = None,
+    damping: float = 0.0,
+    preconditioner=None,
+    line_search: bool = True,
+    c1: float = 1e-4,
+    verbose: int = 0,
+    callback=None,
+    name: str = "Newton-CG",
+    owner: str | None = None,
+) -> SolverResult:
+    """Minimize a smooth objective by truncated (Gauss-)Newton-CG.
+
+    Parameters
+    ----------
+    objective : Objective
+        Has ``value``, ``value_and_grad`` and, depending on ``use``, ``hvp``
+        or ``gnvp`` (see :class:`~embedopt.optim.objective.Objective`).
+    x0 : Point
+        Starting point: a tensor or a tuple of tensors (factors).
+    max_iter : int
+        Outer (Newton) iterations at most.
+    tol : float
+        Stop when ``||grad f(x)|| <= tol ||grad f(x0)||``.
+    use : {"hessian", "gauss_newton"}
+        The curvature B: the Hessian (``objective.hvp``) or the
+        Gauss-Newton matrix (``objective.gnvp``, PSD, for losses of the form
+        ``l(r(x))``).
+    cg_rtol : float
+        Relative residual of the inner CG solve, ``||r|| <= cg_rtol ||g||``
+        (an inexact Newton forcing term; smaller is closer to the exact
+        Newton step).
+    cg_max_iter : int, optional
+        CG iterations per outer iteration at most (default: CG's own).
+    damping : float
+        Initial Levenberg-Marquardt damping mu >= 0, added to the curvature
+        (``B + mu I``) and adapted by the ratio of actual to predicted
+        decrease; 0 turns damping off (the rule is multiplicative).
+    preconditioner : callable, tensor or tuple of tensors, optional
+        Passed to :func:`~embedopt.linalg.cg` (``r -> M^{-1} r``, or the
+        diagonal of M). It should approximate ``B + mu I``.
+    line_search : bool
+        Armijo backtracking on the exact objective (from the full step);
+        False always takes the full step.
+    c1 : float
+        Armijo sufficient-decrease constant.
+    verbose : int
+    callback : callable, optional
+        ``callback(state) -> bool``, once per outer iteration; True stops.
+    name : str
+        Solver name in history, progress bars and warnings.
+    owner : str, optional
+        Who owns ``max_iter`` / ``tol`` (named in the ConvergenceWarning).
+
+    Returns
+    -------
+    SolverResult
+        ``x`` has the structure of ``x0``. ``history`` per outer iteration:
+        iteration, time, objective, grad_norm, cg_iter, step (the accepted
+        t), damping (mu used for the step). ``stop_reason`` is ``"tol"``,
+        ``"max_iter"``, ``"callback"``, or ``"line_search"`` when no step
+        decreased f (with no damping to increase: usually f is at rounding
+        level). ``info["n_products"]``: curvature products in total.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from embedopt.optim import AutogradObjective
+    >>> obj = AutogradObjective(lambda x: ((x - 1) ** 4).sum() + (x**2).sum())
+    >>> res = newton_cg(obj, torch.zeros(3, dtype=torch.float64), tol=1e-10)
+    >>> res.converged
+    True
+    """
+    validate_params(
+        name,
+        dict(
+            max_iter=max_iter,
+            tol=tol,
+            use=use,
+            cg_rtol=cg_rtol,
+            cg_max_iter=cg_max_iter,
+            damping=damping,
+            line_search=line_search,
+            c1=c1,
+            verbose=verbose,
+            callback=callback,
+        ),
+        NEWTON_CG_CONSTRAINTS,
+    )
+    product = _curvature_product(objective, use)
+    monitor = IterationMonitor(
+        name,
+        max_iter,
+        tol,
+        stopping=lambda h: h.last("grad_norm") <= tol * g0_norm,
+        verbose=verbose,
+        callback=callback,
+        owner=owner or name,
+        nonfinite_hint="the objective or its derivatives overflow (check the "
+        "scaling of the data, or increase 'damping')",
+    )
+    monitor.start()
+    x = clone(x0)
+    f, g = objective.value_and_grad(x)
+    f = float(f)
+    g0_norm = norm(g)
+    mu = float(damping)
+    products = 0
+    for _ in monitor:
+        mu_used = mu
+
+        def matvec(v, x=x, mu=mu):
+            out = product(x, v)
+            return axpy(mu, v, out) if mu else out
+
+        sol = cg(
+            matvec,
+            scale(-1.0, g),
+            rtol=cg_rtol,
+            max_iter=cg_max_iter,
+            preconditioner=preconditioner,
+        )
+        d = sol.x
+        Bd = product(x, d)
+        products += sol.n_iter + 1
+        predicted = -(inner(g, d) + 0.5 * inner(d, Bd))
+        ls = armijo_backtracking(
+            objective.value_and_grad,
+            x,
+            f,
+            g,
+            d,
+            c1=c1,
+            max_trials=_LS_TRIALS if line_search else 1,
+        )
+        full = ls.step == 1.0 and (ls.success or not line_search)
+        rho = (f - ls.value) / predicted if full and predicted > 0 else 0.0
+        if mu:
+            mu *= _GROW if rho < _RHO_LOW else _SHRINK if rho > _RHO_HIGH else 1.0
+        if ls.success or not line_search:
+            x, f, g = ls.x, ls.value, ls.grad
+        elif not mu:
+            monitor.stop_reason = "line_search"
+        if monitor.record(
+            x,
+            objective=f,
+            grad_norm=norm(g),
+            cg_iter=sol.n_iter,
+            step=ls.step if ls.success or not line_search else 0.0,
+            damping=mu_used,
+        ):
+            break
+    return monitor.result(x, n_products=products)
