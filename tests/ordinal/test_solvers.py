@@ -13,7 +13,6 @@ from embedopt.ordinal import (
     OrdinalProblem,
     batch_gd,
     embedding_from_gram,
-    project_centered_psd,
     projected_gd,
     sgd,
     svrg,
@@ -90,20 +89,6 @@ def test_convex_baseline_reaches_the_same_triplet_error():
     assert triplet_error(ncvx.x, prob.test) < 0.1
     assert torch.allclose(G.sum(0), torch.zeros(15), atol=1e-3)  # centered
     assert torch.linalg.eigvalsh(G).min() > -1e-4  # PSD
-
-
-def test_projection_onto_centered_psd_cone():
-    g = torch.Generator().manual_seed(0)
-    A = torch.randn(6, 6, dtype=torch.float64, generator=g)
-    P = project_centered_psd(A)
-    assert torch.allclose(P, P.T) and torch.linalg.eigvalsh(P).min() > -1e-12
-    assert torch.allclose(
-        P @ torch.ones(6, dtype=torch.float64),
-        torch.zeros(6, dtype=torch.float64),
-        atol=1e-12,
-    )
-    torch.testing.assert_close(project_centered_psd(P), P)  # idempotent
-    assert torch.linalg.matrix_rank(project_centered_psd(A, rank=1)) <= 1
 
 
 def test_lazy_svrg_matches_the_dense_update_on_ordinal_losses(small):

@@ -183,7 +183,7 @@ class AutogradObjective:
         with torch.enable_grad():
             f = self.fun(pack(x, xs))
             grads = torch.autograd.grad(f, xs)
-        return float(f), pack(x, [g.detach() for g in grads])
+        return float(f.detach()), pack(x, [g.detach() for g in grads])
 
     def hvp(self, x: Point, v: Point) -> Point:
         """``nabla^2 f(x) v`` by double backward."""
