@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from embedopt._core import InvalidParameterError
+from embedopt.linalg.points import axpy, inner
 from embedopt.optim import armijo_backtracking
-from embedopt.optim.objective import axpy, inner
 
 D = torch.float64
 

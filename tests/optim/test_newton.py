@@ -127,18 +127,18 @@ class LowRankLeastSquares:
         U = self.jvp(p, v)  # already masked: J^T applies the mask once more
         return (U @ p[1], U.T @ p[0])
 
+    @staticmethod
+    def random_factors(g):
+        return (
+            torch.randn(12, 2, dtype=D, generator=g),
+            torch.randn(10, 2, dtype=D, generator=g),
+        )
+
 
 def test_gauss_newton_products_match_autograd():
     prob = LowRankLeastSquares()
     g = torch.Generator().manual_seed(5)
-    p = (
-        torch.randn(12, 2, dtype=D, generator=g),
-        torch.randn(10, 2, dtype=D, generator=g),
-    )
-    v = (
-        torch.randn(12, 2, dtype=D, generator=g),
-        torch.randn(10, 2, dtype=D, generator=g),
-    )
+    p, v = prob.random_factors(g), prob.random_factors(g)
     check_jvp(prob.residual, p, v, prob.jvp(p, v))
     check_grad(
         lambda q: 0.5 * (prob.residual(q) ** 2).sum(), p, prob.value_and_grad(p)[1]
@@ -150,11 +150,7 @@ def test_gauss_newton_products_match_autograd():
 
 def test_gauss_newton_cg_with_damping_fits_a_planted_low_rank_matrix():
     prob = LowRankLeastSquares()
-    g = torch.Generator().manual_seed(1)
-    x0 = (
-        torch.randn(12, 2, dtype=D, generator=g),
-        torch.randn(10, 2, dtype=D, generator=g),
-    )
+    x0 = prob.random_factors(torch.Generator().manual_seed(1))
     res = newton_cg(prob, x0, use="gauss_newton", damping=1.0, tol=1e-9, max_iter=60)
     assert res.converged and isinstance(res.x, tuple)
     assert prob.value(res.x) < 1e-12 * prob.value(x0)

@@ -82,17 +82,14 @@ def inner(x: Point, y: Point) -> float:
 
 
 def norm(x: Point) -> float:
-    """The Euclidean norm of a point (all tensors together), in float64.
-
-    Parameters
-    ----------
-    x : Point
-
-    Returns
-    -------
-    float
-    """
+    """The Euclidean norm of a point (all tensors together), in float64."""
     return inner(x, x) ** 0.5
+
+
+def _map(fn, x: Point, *others: Point) -> Point:
+    """``fn`` applied tensor by tensor, in the structure of ``x``."""
+    tensors = zip(as_tuple(x), *map(as_tuple, others), strict=True)
+    return pack(x, [fn(*ts) for ts in tensors])
 
 
 def axpy(alpha: float, x: Point, y: Point) -> Point:
@@ -111,70 +108,27 @@ def axpy(alpha: float, x: Point, y: Point) -> Point:
     -------
     Point
     """
-    return pack(
-        y, [b + alpha * a for a, b in zip(as_tuple(x), as_tuple(y), strict=True)]
-    )
-
-
-def scale(alpha: float, x: Point) -> Point:
-    """``alpha x`` (new tensors).
-
-    Parameters
-    ----------
-    alpha : float
-    x : Point
-
-    Returns
-    -------
-    Point
-    """
-    return pack(x, [alpha * a for a in as_tuple(x)])
+    return _map(lambda a, b: b + alpha * a, x, y)
 
 
 def lincomb(alpha: float, x: Point, beta: float, y: Point) -> Point:
-    """``alpha x + beta y`` (new tensors).
+    """``alpha x + beta y`` (new tensors) for points of one structure."""
+    return _map(lambda a, b: alpha * a + beta * b, x, y)
 
-    Parameters
-    ----------
-    alpha, beta : float
-    x, y : Point
-        Same structure and shapes.
 
-    Returns
-    -------
-    Point
-    """
-    return pack(
-        x, [alpha * a + beta * b for a, b in zip(as_tuple(x), as_tuple(y), strict=True)]
-    )
+def scale(alpha: float, x: Point) -> Point:
+    """``alpha x`` (new tensors)."""
+    return _map(lambda a: alpha * a, x)
 
 
 def zeros_like(x: Point) -> Point:
-    """A point of zeros with the structure, shapes, dtypes and devices of ``x``.
-
-    Parameters
-    ----------
-    x : Point
-
-    Returns
-    -------
-    Point
-    """
-    return pack(x, [torch.zeros_like(a) for a in as_tuple(x)])
+    """Zeros with the structure, shapes, dtypes and devices of ``x``."""
+    return _map(torch.zeros_like, x)
 
 
 def clone(x: Point) -> Point:
-    """A detached copy of ``x``.
-
-    Parameters
-    ----------
-    x : Point
-
-    Returns
-    -------
-    Point
-    """
-    return pack(x, [a.detach().clone() for a in as_tuple(x)])
+    """A detached copy of ``x``."""
+    return _map(lambda a: a.detach().clone(), x)
 
 
 def flatten(x: Point) -> torch.Tensor:

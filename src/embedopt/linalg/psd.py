@@ -32,11 +32,14 @@ def project_psd(A: torch.Tensor, rank: int | None = None) -> torch.Tensor:
     Parameters
     ----------
     A : torch.Tensor, shape (n, n)
+        Only its symmetric part matters.
     rank : int, optional
+        Keep at most this many positive eigenvalues.
 
     Returns
     -------
     torch.Tensor, shape (n, n)
+        Symmetric PSD.
     """
     return _clip_eigenvalues(0.5 * (A + A.T), rank)
 
@@ -58,6 +61,11 @@ def project_centered_psd(G: torch.Tensor, rank: int | None = None) -> torch.Tens
     Returns
     -------
     torch.Tensor, shape (n, n)
+        Symmetric PSD with zero row and column sums.
+
+    See Also
+    --------
+    project_psd : the projection without centering.
     """
     S = 0.5 * (G + G.T)
     S = S - S.mean(0, keepdim=True)

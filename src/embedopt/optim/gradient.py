@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from .._core import Interval, Options, resolve_random_state, validate_params
+from .._core import Interval, Options, resolve_random_state
+from ._params import validated
 from .finite_sum import FiniteSum, record_epoch
 from .line_search import armijo_backtracking
 from .monitor import IterationMonitor
@@ -61,6 +62,7 @@ def _monitor(name, max_iter, tol, verbose, callback, owner):
     )
 
 
+@validated(SGD_CONSTRAINTS)
 def sgd(
     problem: FiniteSum,
     x0: torch.Tensor,
@@ -114,21 +116,6 @@ def sgd(
     SolverResult
         History columns as :func:`~embedopt.optim.svrg`.
     """
-    validate_params(
-        name,
-        dict(
-            learning_rate=learning_rate,
-            decay=decay,
-            batch_size=batch_size,
-            samples_per_epoch=samples_per_epoch,
-            max_iter=max_iter,
-            tol=tol,
-            verbose=verbose,
-            callback=callback,
-            evaluate=evaluate,
-        ),
-        SGD_CONSTRAINTS,
-    )
     rs = resolve_random_state(random_state, name)
     generator = rs.torch(x0.device)
     n = int(problem.n_samples)
@@ -166,6 +153,7 @@ def sgd(
     return monitor.result(x, batch_size=batch_size)
 
 
+@validated(GD_CONSTRAINTS)
 def gradient_descent(
     problem: FiniteSum,
     x0: torch.Tensor,
@@ -207,39 +195,20 @@ def gradient_descent(
         when omitted); ``x0`` should be feasible.
     safeguard : bool
         With a fixed step, halve it (for the rest of the run) whenever a step
-        would make the objective non-finite or increase it; each rejected
-        trial costs a gradient call, counted. A well-chosen step never
-        triggers it; without it a too-large step ends the run with
+        would make the objective non-finite or increase it (Armijo
+        backtracking with ``c1 = 0``, see
+        :func:`~embedopt.optim.armijo_backtracking`); each rejected trial
+        costs a gradient call, counted. A well-chosen step never triggers
+        it; without it a too-large step ends the run with
         :class:`~embedopt.NumericalInstabilityError`.
-    max_iter, tol : int, float
-    evaluate : callable, optional
-    verbose : int
-    callback : callable, optional
-    name : str
-    owner : str, optional
+    max_iter, tol, evaluate, verbose, callback, name, owner
+        As in :func:`sgd`.
 
     Returns
     -------
     SolverResult
         History columns as :func:`~embedopt.optim.svrg`.
     """
-    validate_params(
-        name,
-        dict(
-            learning_rate=learning_rate,
-            step_size=step_size,
-            epsilon=epsilon,
-            steps_per_iteration=steps_per_iteration,
-            project=project,
-            safeguard=safeguard,
-            max_iter=max_iter,
-            tol=tol,
-            verbose=verbose,
-            callback=callback,
-            evaluate=evaluate,
-        ),
-        GD_CONSTRAINTS,
-    )
     n = int(problem.n_samples)
     monitor = _monitor(name, max_iter, tol, verbose, callback, owner)
     monitor.start()  # the first gradient and the probe count as solver time

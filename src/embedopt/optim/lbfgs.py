@@ -17,9 +17,10 @@ import numpy as np
 import torch
 from scipy.optimize import minimize
 
-from .._core import Interval, validate_params
+from .._core import Interval
+from ..linalg.points import Point, flatten, norm, unflatten
+from ._params import validated
 from .monitor import IterationMonitor
-from .objective import Point, flatten, norm, unflatten
 from .result import SolverResult
 
 __all__ = ["LBFGS_CONSTRAINTS", "lbfgs"]
@@ -38,6 +39,7 @@ def _never(history) -> bool:
     return False  # SciPy applies the tolerances itself
 
 
+@validated(LBFGS_CONSTRAINTS)
 def lbfgs(
     fun: Callable[[Point], tuple[torch.Tensor | float, Point]],
     x0: Point,
@@ -74,13 +76,9 @@ def lbfgs(
         and relative function tolerance (``ftol``) of SciPy.
     history_size : int
         Number of stored correction pairs.
-    verbose : int
-    callback : callable, optional
-        ``callback(state) -> bool``, once per L-BFGS iteration; True stops.
-    name : str
-        Solver name in history, progress bars and warnings.
-    owner : str, optional
-        Who owns ``max_iter`` / ``tol`` (named in the ConvergenceWarning).
+    verbose, callback, name, owner
+        As in :func:`~embedopt.optim.svrg` (the callback is called once per
+        L-BFGS iteration, from SciPy's callback).
 
     Returns
     -------
@@ -97,17 +95,6 @@ def lbfgs(
     NumericalInstabilityError
         If the objective is NaN or infinite at ``x0`` or at an iterate.
     """
-    validate_params(
-        name,
-        dict(
-            max_iter=max_iter,
-            tol=tol,
-            history_size=history_size,
-            verbose=verbose,
-            callback=callback,
-        ),
-        LBFGS_CONSTRAINTS,
-    )
     like = x0
     dtype, device = flatten(x0).dtype, flatten(x0).device
     monitor = IterationMonitor(
@@ -117,7 +104,7 @@ def lbfgs(
         stopping=_never,
         verbose=verbose,
         callback=callback,
-        owner=owner or name,
+        owner=owner,
         nonfinite_hint="the function overflows there (check the scaling of the "
         "data or the starting point)",
     )

@@ -20,8 +20,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .._core import Interval, validate_params
-from .objective import Point, axpy, inner
+from .._core import Interval
+from ..linalg.points import Point, axpy, inner
+from ._params import validated
 
 __all__ = ["LineSearchResult", "armijo_backtracking"]
 
@@ -64,6 +65,7 @@ class LineSearchResult:
     success: bool
 
 
+@validated(_CONSTRAINTS, owner="armijo_backtracking")
 def armijo_backtracking(
     fun: Callable,
     x: Point,
@@ -120,18 +122,6 @@ def armijo_backtracking(
     >>> armijo_backtracking(f, x, f(x), g, -g).step
     0.5
     """
-    validate_params(
-        "armijo_backtracking",
-        dict(
-            step=step,
-            c1=c1,
-            shrink=shrink,
-            max_trials=max_trials,
-            slack=slack,
-            project=project,
-        ),
-        _CONSTRAINTS,
-    )
     value = float(value)
     # Without a projection the predicted decrease is linear in t.
     slope = inner(grad, direction) if c1 and project is None else 0.0

@@ -21,12 +21,13 @@ mu is (Nocedal & Wright, Sec. 7.1).
 
 from __future__ import annotations
 
-from .._core import InvalidParameterError, Options, validate_params
-from .._core.validation import Interval
+from .._core import Interval, InvalidParameterError, Options
 from ..linalg.cg import cg
+from ..linalg.points import Point, axpy, clone, inner, norm, scale
+from ._params import validated
 from .line_search import armijo_backtracking
 from .monitor import IterationMonitor
-from .objective import Objective, Point, axpy, clone, inner, norm, scale
+from .objective import Objective
 from .result import SolverResult
 
 __all__ = ["NEWTON_CG_CONSTRAINTS", "newton_cg"]
@@ -62,6 +63,7 @@ def _curvature_product(objective, use: str):
     return product
 
 
+@validated(NEWTON_CG_CONSTRAINTS)
 def newton_cg(
     objective: Objective,
     x0: Point,
@@ -115,13 +117,9 @@ def newton_cg(
         False always takes the full step.
     c1 : float
         Armijo sufficient-decrease constant.
-    verbose : int
-    callback : callable, optional
-        ``callback(state) -> bool``, once per outer iteration; True stops.
-    name : str
-        Solver name in history, progress bars and warnings.
-    owner : str, optional
-        Who owns ``max_iter`` / ``tol`` (named in the ConvergenceWarning).
+    verbose, callback, name, owner
+        As in :func:`~embedopt.optim.svrg` (the callback is called once per
+        outer iteration).
 
     Returns
     -------
@@ -142,22 +140,6 @@ def newton_cg(
     >>> res.converged
     True
     """
-    validate_params(
-        name,
-        dict(
-            max_iter=max_iter,
-            tol=tol,
-            use=use,
-            cg_rtol=cg_rtol,
-            cg_max_iter=cg_max_iter,
-            damping=damping,
-            line_search=line_search,
-            c1=c1,
-            verbose=verbose,
-            callback=callback,
-        ),
-        NEWTON_CG_CONSTRAINTS,
-    )
     product = _curvature_product(objective, use)
     monitor = IterationMonitor(
         name,
@@ -166,7 +148,7 @@ def newton_cg(
         stopping=lambda h: h.last("grad_norm") <= tol * g0_norm,
         verbose=verbose,
         callback=callback,
-        owner=owner or name,
+        owner=owner,
         nonfinite_hint="the objective or its derivatives overflow (check the "
         "scaling of the data, or increase 'damping')",
     )

@@ -1,13 +1,12 @@
-"""The smooth-objective protocol of the second-order solvers, and its arithmetic.
+"""The smooth-objective protocol of the second-order solvers, and two adapters.
 
 A point ``x`` is either one tensor or a tuple of tensors (factors, e.g. the
 ``(X, Y)`` of a bilinear factorization or the two towers' parameters); the
 solvers of :mod:`embedopt.optim` (line search, Newton-CG, L-BFGS) and the
 conjugate gradient of :func:`embedopt.linalg.cg` only touch points through
-the helpers of :mod:`embedopt.linalg.points` (re-exported here:
-:func:`inner`, :func:`axpy`, :func:`norm`, ...), so one loop serves both
-shapes. Gradients, Hessian- and Gauss-Newton-vector products have the shape
-of ``x``.
+the helpers of :mod:`embedopt.linalg.points` (``inner``, ``axpy``,
+``norm``, ``flatten`` ...), so one loop serves both shapes. Gradients,
+Hessian- and Gauss-Newton-vector products have the shape of ``x``.
 """
 
 from __future__ import annotations
@@ -17,20 +16,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from ..linalg.points import (
-    Point,
-    as_tuple,
-    axpy,
-    clone,
-    flatten,
-    inner,
-    lincomb,
-    norm,
-    pack,
-    scale,
-    unflatten,
-    zeros_like,
-)
+from ..linalg.points import Point, as_tuple, pack
 
 __all__ = [
     "AutogradObjective",
@@ -38,16 +24,6 @@ __all__ = [
     "GaussNewtonObjective",
     "HessianObjective",
     "Objective",
-    "Point",
-    "axpy",
-    "clone",
-    "flatten",
-    "inner",
-    "lincomb",
-    "norm",
-    "scale",
-    "unflatten",
-    "zeros_like",
 ]
 
 

@@ -34,13 +34,8 @@ import math
 import numpy as np
 import torch
 
-from .._core import (
-    InstanceOf,
-    Interval,
-    Options,
-    resolve_random_state,
-    validate_params,
-)
+from .._core import InstanceOf, Interval, Options, resolve_random_state
+from ._params import validated
 from .finite_sum import FiniteSum, record_epoch
 from .monitor import IterationMonitor
 from .result import SolverResult
@@ -143,6 +138,7 @@ def _auto_step(problem, x, g, epsilon, step_size) -> float:
     return probe_step(grad, x, g, epsilon, relative=1.0) / FIXED_STEP_SAFETY
 
 
+@validated(SVRG_CONSTRAINTS)
 def svrg(
     problem: FiniteSum,
     x0: torch.Tensor,
@@ -226,25 +222,6 @@ def svrg(
         (cumulative gradient calls), passes (grad_evals / n), grad_norm and the
         ``evaluate`` values.
     """
-    validate_params(
-        name,
-        dict(
-            step_size=step_size,
-            learning_rate=learning_rate,
-            epsilon=epsilon,
-            batch_size=batch_size,
-            update_frequency=update_frequency,
-            max_iter=max_iter,
-            tol=tol,
-            output=output,
-            module_epochs=module_epochs,
-            lazy=lazy,
-            verbose=verbose,
-            callback=callback,
-            evaluate=evaluate,
-        ),
-        SVRG_CONSTRAINTS,
-    )
     rs = resolve_random_state(random_state, name)
     generator = rs.torch(x0.device)
     n = int(problem.n_samples)
