@@ -125,3 +125,15 @@ def test_cg_edge_cases_and_errors():
     assert warm.n_iter == 0 and warm.converged
     with pytest.raises(InvalidParameterError, match="The 'rtol' parameter of cg"):
         cg(lambda v: v, torch.ones(2), rtol=-1.0)
+
+
+@pytest.mark.parametrize("jacobi", [False, True])
+def test_truncated_iterates_have_residuals_orthogonal_to_them(jacobi):
+    # What Newton-CG's damping rule relies on: <x_k, b - A x_k> = 0 for every
+    # (preconditioned) CG iterate from 0, so <x_k, A x_k> = <b, x_k>.
+    A, b = _spd(30, 1e4, 6)
+    At, bt = torch.as_tensor(A), torch.as_tensor(b)
+    pre = torch.diagonal(At) if jacobi else None
+    for k in (1, 3, 7):
+        x = cg(lambda v: At @ v, bt, max_iter=k, rtol=1e-14, preconditioner=pre).x
+        assert float(x @ (bt - At @ x)) == pytest.approx(0.0, abs=1e-9 * float(bt @ x))

@@ -97,7 +97,7 @@ def test_float32_and_verbose_logs(caplog):
 
 
 def test_non_finite_objective_is_an_error():
-    with pytest.raises(NumericalInstabilityError, match="starting point"):
+    with pytest.raises(NumericalInstabilityError, match="objective is nan at x0"):
         lbfgs(lambda x: (torch.tensor(math.nan), x), torch.ones(2, dtype=D))
 
     def overflow(x):  # finite at x0, NaN once the iterate leaves [-2, 2]

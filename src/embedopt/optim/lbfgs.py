@@ -39,6 +39,39 @@ def _never(history) -> bool:
     return False  # SciPy applies the tolerances itself
 
 
+class _Stop(Exception):
+    """Raised from SciPy's callback when the monitor says stop."""
+
+
+class _Calls:
+    """``fun`` on SciPy's float64 vectors, in x0's dtype, device and structure."""
+
+    def __init__(self, fun, x0: Point, monitor: IterationMonitor):
+        self.fun, self.like, self.monitor = fun, x0, monitor
+        flat = flatten(x0)
+        self.dtype, self.device = flat.dtype, flat.device
+        self.last: dict = {}  # the latest evaluation
+        self.count = 0  # evaluations asked for by SciPy
+
+    def point(self, z: np.ndarray) -> Point:
+        # a copy: SciPy updates its iterate in place, the tensor may be kept
+        flat = torch.tensor(z, dtype=self.dtype, device=self.device)
+        return unflatten(flat, self.like)
+
+    def evaluate(self, z: np.ndarray):
+        x = self.point(z)
+        f, g = self.fun(x)
+        f = float(f)
+        if not self.last and not math.isfinite(f):
+            raise self.monitor.instability(f"the objective is {f} at x0")
+        self.last.update(z=z.copy(), x=x, f=f, g=g)
+        return f, flatten(g).detach().double().cpu().numpy()
+
+    def __call__(self, z: np.ndarray):
+        self.count += 1
+        return self.evaluate(z)
+
+
 @validated(LBFGS_CONSTRAINTS)
 def lbfgs(
     fun: Callable[[Point], tuple[torch.Tensor | float, Point]],
@@ -95,8 +128,6 @@ def lbfgs(
     NumericalInstabilityError
         If the objective is NaN or infinite at ``x0`` or at an iterate.
     """
-    like = x0
-    dtype, device = flatten(x0).dtype, flatten(x0).device
     monitor = IterationMonitor(
         name,
         max_iter,
@@ -109,35 +140,34 @@ def lbfgs(
         "data or the starting point)",
     )
     monitor.start()
-    last: dict = {}
+    calls = _Calls(fun, x0, monitor)
+    kept: dict = {}  # the latest recorded iterate
 
-    def wrapped(z: np.ndarray):
-        x = unflatten(torch.as_tensor(z, dtype=dtype, device=device), like)
-        f, g = fun(x)
-        f = float(f)
-        if not last and not math.isfinite(f):
-            raise monitor.instability(f"the objective is {f} at the starting point")
-        last.update(z=z.copy(), x=x, f=f, g=g)
-        return f, flatten(g).detach().double().cpu().numpy()
-
-    def on_iteration(intermediate_result):
-        if not np.array_equal(intermediate_result.x, last["z"]):
+    def on_iteration(xk: np.ndarray):
+        # Old-style callback(xk): works with every supported SciPy; stopping
+        # raises _Stop, caught below (StopIteration needs SciPy >= 1.11).
+        if not np.array_equal(xk, calls.last["z"]):
             with monitor.paused():  # SciPy accepted an earlier point: re-evaluate
-                wrapped(intermediate_result.x)
-        if monitor.record(last["x"], objective=last["f"], grad_norm=norm(last["g"])):
-            raise StopIteration
+                calls.evaluate(xk)
+        kept.update(calls.last)
+        if monitor.record(kept["x"], objective=kept["f"], grad_norm=norm(kept["g"])):
+            raise _Stop
 
-    res = minimize(
-        wrapped,
-        flatten(x0).detach().double().cpu().numpy(),
-        jac=True,
-        method="L-BFGS-B",
-        callback=on_iteration,
-        options={"maxiter": max_iter, "gtol": tol, "ftol": tol, "maxcor": history_size},
-    )
-    if not math.isfinite(float(res.fun)):
-        raise monitor.instability(f"the objective became {float(res.fun)}")
-    if monitor.stop_reason is None:
+    options = {"maxiter": max_iter, "gtol": tol, "ftol": tol, "maxcor": history_size}
+    try:
+        res = minimize(
+            calls,
+            flatten(x0).detach().double().cpu().numpy(),
+            jac=True,
+            method="L-BFGS-B",
+            callback=on_iteration,
+            options=options,
+        )
+    except _Stop:
+        x, message = kept["x"], f"stopped by {monitor.stop_reason}"
+    else:
+        if not math.isfinite(float(res.fun)):
+            raise monitor.instability(f"the objective became {float(res.fun)}")
         monitor.stop_reason = "tol" if res.success else "line_search"
-    x = unflatten(torch.as_tensor(res.x, dtype=dtype, device=device), like)
-    return monitor.result(x, message=str(res.message), n_fev=int(res.nfev))
+        x, message = calls.point(res.x), str(res.message)
+    return monitor.result(x, message=message, n_fev=calls.count)

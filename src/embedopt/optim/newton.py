@@ -4,9 +4,9 @@ One outer iteration at ``x`` with gradient ``g``::
 
     B     = nabla^2 f(x)  or  J^T H_l J            (use="hessian" / "gauss_newton")
     d     ~ solve (B + mu I) d = -g  by CG         (rtol cg_rtol, at most cg_max_iter)
-    pred  = -(<g, d> + <d, B d> / 2)               (decrease of the quadratic model)
+    pred  = -(<g, d> + <d, B d> / 2)               (= (mu ||d||^2 - <g, d>) / 2)
     t     = Armijo backtracking on f from t = 1
-    rho   = (f(x) - f(x + d)) / pred               (0 when the full step was cut)
+    rho   = (f(x) - f(x + d)) / pred               (0 when the step was cut)
     mu   <- mu * 3/2 if rho < 1/4,  mu * 2/3 if rho > 3/4
     x    <- x + t d
 
@@ -21,7 +21,9 @@ mu is (Nocedal & Wright, Sec. 7.1).
 
 from __future__ import annotations
 
-from .._core import Interval, InvalidParameterError, Options
+import torch
+
+from .._core import InstanceOf, Interval, InvalidParameterError, Options
 from ..linalg.cg import cg
 from ..linalg.points import Point, axpy, clone, inner, norm, scale
 from ._params import validated
@@ -44,11 +46,43 @@ NEWTON_CG_CONSTRAINTS = {
     "cg_rtol": [Interval(float, 0, 1, closed="neither")],
     "cg_max_iter": [Interval(int, 1, None), None],
     "damping": [Interval(float, 0, None)],
+    "preconditioner": [
+        "callable",
+        InstanceOf((torch.Tensor, tuple), "a tensor or tuple of tensors"),
+        None,
+    ],
     "line_search": ["boolean"],
     "c1": [Interval(float, 0, 1, closed="neither")],
     "verbose": [Interval(int, 0, None), "boolean"],
     "callback": ["callable", None],
 }
+
+
+def _damped_newton_direction(product, x: Point, g: Point, mu: float, pre, options):
+    """CG on ``(B + mu I) d = -g`` with B applied by ``product(x, v)``."""
+
+    def matvec(v):
+        out = product(x, v)
+        return axpy(mu, v, out) if mu else out
+
+    return cg(matvec, scale(-1.0, g), preconditioner=pre, **options)
+
+
+def _adapt_damping(mu: float, decrease: float | None, g: Point, d: Point) -> float:
+    """Martens' rule from ``rho`` = actual / predicted decrease of the full step.
+
+    The decrease the undamped model predicts is ``-(<g, d> + <d, B d> / 2)``;
+    a CG iterate from 0 has its residual ``-g - (B + mu I) d`` orthogonal to
+    d, so ``<d, B d> = -<g, d> - mu ||d||^2`` and the prediction is
+    ``(mu ||d||^2 - <g, d>) / 2`` (the classical Levenberg-Marquardt formula)
+    without another curvature product. ``decrease=None``: the line search
+    cut the full step, which counts as a poor model (rho = 0).
+    """
+    predicted = 0.5 * (mu * inner(d, d) - inner(g, d))
+    rho = decrease / predicted if decrease is not None and predicted > 0 else 0.0
+    if rho < _RHO_LOW:
+        return mu * _GROW
+    return mu * _SHRINK if rho > _RHO_HIGH else mu
 
 
 def _curvature_product(objective, use: str):
@@ -110,8 +144,11 @@ def newton_cg(
         (``B + mu I``) and adapted by the ratio of actual to predicted
         decrease; 0 turns damping off (the rule is multiplicative).
     preconditioner : callable, tensor or tuple of tensors, optional
-        Passed to :func:`~embedopt.linalg.cg` (``r -> M^{-1} r``, or the
-        diagonal of M). It should approximate ``B + mu I``.
+        M, an approximation of ``B + mu I`` for the inner CG: a fixed
+        diagonal (shaped like x), or ``preconditioner(x, mu)`` called once
+        per outer iteration and returning what
+        :func:`~embedopt.linalg.cg` accepts (a diagonal, or a callable
+        ``r -> M^{-1} r``), e.g. the Jacobi diagonal ``diag(B(x)) + mu``.
     line_search : bool
         Armijo backtracking on the exact objective (from the full step);
         False always takes the full step.
@@ -155,42 +192,24 @@ def newton_cg(
     monitor.start()
     x = clone(x0)
     f, g = objective.value_and_grad(x)
-    f = float(f)
-    g0_norm = norm(g)
+    f, g0_norm = float(f), norm(g)
     mu = float(damping)
+    cg_options = dict(rtol=cg_rtol, max_iter=cg_max_iter)
+    trials = _LS_TRIALS if line_search else 1
     products = 0
     for _ in monitor:
-        mu_used = mu
-
-        def matvec(v, x=x, mu=mu):
-            out = product(x, v)
-            return axpy(mu, v, out) if mu else out
-
-        sol = cg(
-            matvec,
-            scale(-1.0, g),
-            rtol=cg_rtol,
-            max_iter=cg_max_iter,
-            preconditioner=preconditioner,
-        )
-        d = sol.x
-        Bd = product(x, d)
-        products += sol.n_iter + 1
-        predicted = -(inner(g, d) + 0.5 * inner(d, Bd))
+        pre = preconditioner(x, mu) if callable(preconditioner) else preconditioner
+        sol = _damped_newton_direction(product, x, g, mu, pre, cg_options)
+        products += sol.n_iter
         ls = armijo_backtracking(
-            objective.value_and_grad,
-            x,
-            f,
-            g,
-            d,
-            c1=c1,
-            max_trials=_LS_TRIALS if line_search else 1,
+            objective.value_and_grad, x, f, g, sol.x, c1=c1, max_trials=trials
         )
-        full = ls.step == 1.0 and (ls.success or not line_search)
-        rho = (f - ls.value) / predicted if full and predicted > 0 else 0.0
+        accepted = ls.success or not line_search
+        mu_used = mu
         if mu:
-            mu *= _GROW if rho < _RHO_LOW else _SHRINK if rho > _RHO_HIGH else 1.0
-        if ls.success or not line_search:
+            full = accepted and ls.step == 1.0
+            mu = _adapt_damping(mu, f - ls.value if full else None, g, sol.x)
+        if accepted:
             x, f, g = ls.x, ls.value, ls.grad
         elif not mu:
             monitor.stop_reason = "line_search"
@@ -199,7 +218,7 @@ def newton_cg(
             objective=f,
             grad_norm=norm(g),
             cg_iter=sol.n_iter,
-            step=ls.step if ls.success or not line_search else 0.0,
+            step=ls.step if accepted else 0.0,
             damping=mu_used,
         ):
             break
