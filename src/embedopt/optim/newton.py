@@ -85,12 +85,12 @@ def _adapt_damping(mu: float, decrease: float | None, g: Point, d: Point) -> flo
     return mu * _SHRINK if rho > _RHO_HIGH else mu
 
 
-def _curvature_product(objective, use: str):
+def _curvature_product(objective, use: str, owner: str):
     method = "hvp" if use == "hessian" else "gnvp"
     product = getattr(objective, method, None)
     if not callable(product):
         raise InvalidParameterError(
-            f"The 'use' parameter of newton_cg is {use!r}, but the objective has no "
+            f"The 'use' parameter of {owner} is {use!r}, but the objective has no "
             f"'{method}(x, v)' method. Implement it, choose the other product, or "
             "wrap a differentiable function in AutogradObjective (which has hvp)."
         )
@@ -177,7 +177,7 @@ def newton_cg(
     >>> res.converged
     True
     """
-    product = _curvature_product(objective, use)
+    product = _curvature_product(objective, use, name)
     monitor = IterationMonitor(
         name,
         max_iter,
