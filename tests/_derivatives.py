@@ -129,19 +129,43 @@ def check_grad(
             torch.testing.assert_close(a, b, rtol=rtol, atol=atol)
 
 
-def check_hvp(
-    fun,
+def _check_directional(
+    fn,
     x,
     v,
-    hv,
+    actual,
+    autograd_reference,
     *,
-    grad=None,
     eps: float = 1e-6,
     rtol: float = 1e-6,
     atol: float = 1e-8,
     autograd: bool = True,
     finite_differences: bool = True,
 ) -> None:
+    """Compare ``actual`` with ``autograd_reference()`` and with the central
+    difference of ``fn`` along ``v``, ``(fn(x + eps v) - fn(x - eps v)) / (2 eps)``."""
+    refs = []
+    if autograd:
+        refs.append(autograd_reference())
+    if finite_differences:
+        with torch.no_grad():
+            plus, minus = fn(axpy(eps, v, x)), fn(axpy(-eps, v, x))
+        pairs = zip(as_tuple(plus), as_tuple(minus), strict=True)
+        refs.append(tuple((p - m) / (2 * eps) for p, m in pairs))
+    for ref in refs:
+        for a, b in zip(as_tuple(actual), as_tuple(ref), strict=True):
+            torch.testing.assert_close(a, b.detach(), rtol=rtol, atol=atol)
+
+
+def _autograd_hvp(fun, x, v):
+    xs = _leaves(x)
+    with torch.enable_grad():
+        g = torch.autograd.grad(fun(xs), as_tuple(xs), create_graph=True)
+        gv = sum((a * b).sum() for a, b in zip(g, as_tuple(v), strict=True))
+        return torch.autograd.grad(gv, as_tuple(xs))
+
+
+def check_hvp(fun, x, v, hv, *, grad=None, **options) -> None:
     """Assert that ``hv`` is the Hessian-vector product ``nabla^2 fun(x) v``.
 
     Parameters
@@ -154,38 +178,16 @@ def check_hvp(
     grad : callable, optional
         ``grad(x)``, the gradient used by the finite differences
         ``(grad(x + eps v) - grad(x - eps v)) / (2 eps)``; default autograd.
-    eps, rtol, atol : float
-    autograd, finite_differences : bool
+    **options
+        ``eps`` (1e-6), ``rtol`` (1e-6), ``atol`` (1e-8), ``autograd`` and
+        ``finite_differences`` (True): the step, the tolerances and which
+        references to compare with.
     """
     grad = grad or (lambda z: autograd_grad(fun, z))
-    refs = []
-    if autograd:
-        xs = _leaves(x)
-        with torch.enable_grad():
-            g = torch.autograd.grad(fun(xs), as_tuple(xs), create_graph=True)
-            gv = sum((a * b).sum() for a, b in zip(g, as_tuple(v), strict=True))
-            refs.append(torch.autograd.grad(gv, as_tuple(xs)))
-    if finite_differences:
-        gp, gm = grad(axpy(eps, v, x)), grad(axpy(-eps, v, x))
-        refs.append(as_tuple(axpy(-1.0, gm, gp)))
-        refs[-1] = tuple(d / (2 * eps) for d in refs[-1])
-    for ref in refs:
-        for a, b in zip(as_tuple(hv), ref, strict=True):
-            torch.testing.assert_close(a, b.detach(), rtol=rtol, atol=atol)
+    _check_directional(grad, x, v, hv, lambda: _autograd_hvp(fun, x, v), **options)
 
 
-def check_jvp(
-    fun,
-    x,
-    v,
-    jv,
-    *,
-    eps: float = 1e-6,
-    rtol: float = 1e-6,
-    atol: float = 1e-8,
-    autograd: bool = True,
-    finite_differences: bool = True,
-) -> None:
+def check_jvp(fun, x, v, jv, **options) -> None:
     """Assert that ``jv`` is the Jacobian-vector product ``J(x) v`` of ``fun``.
 
     Parameters
@@ -196,12 +198,7 @@ def check_jvp(
         Point and direction (float64).
     jv : torch.Tensor
         The product to check (shape of ``fun(x)``).
-    eps, rtol, atol : float
-    autograd, finite_differences : bool
+    **options
+        As in :func:`check_hvp`.
     """
-    if autograd:
-        torch.testing.assert_close(jv, autograd_jvp(fun, x, v), rtol=rtol, atol=atol)
-    if finite_differences:
-        with torch.no_grad():
-            fd = central_difference(lambda t: fun(axpy(t, v, x)), 0.0, eps)
-        torch.testing.assert_close(jv, fd, rtol=rtol, atol=atol)
+    _check_directional(fun, x, v, jv, lambda: autograd_jvp(fun, x, v), **options)
