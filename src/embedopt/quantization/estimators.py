@@ -32,11 +32,11 @@ class ProductQuantizer(BaseEstimator):
 
     ``fit`` (:func:`~embedopt.quantization.fit_product_quantizer`) alternates
     k-means on the M subspaces of ``X R`` and a rotation step: the SVD
-    Procrustes step of OPQ,
-    Givens coordinate descent (GCD-R/G/S, Jiang et al.), a Cayley or an
-    unconstrained gradient baseline, or none. Then ``encode`` gives uint8 /
-    uint16 codes, ``decode`` reconstructions, and ``search`` asymmetric-distance
-    (ADC) top-k search for L2 or inner product, batched for large databases.
+    Procrustes step of OPQ, Givens coordinate descent (GCD-R/G/S, Jiang et
+    al.), a Cayley or an unconstrained gradient baseline, or none. Then
+    ``encode`` gives uint8 / uint16 codes, ``decode`` reconstructions, and
+    ``search`` asymmetric-distance (ADC) top-k search for L2 or inner product,
+    batched for large databases.
 
     Parameters
     ----------
