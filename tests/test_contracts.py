@@ -18,6 +18,7 @@ import torch
 
 import embedopt.completion.path as mc_module
 import embedopt.quantization.estimators as pq_module
+import embedopt.quantization.solvers as pq_solvers
 import embedopt.quantization.two_tower as tt_module
 from embedopt._core import (
     DataValidationError,
@@ -268,6 +269,17 @@ CASES.append(
         wiring=[
             (
                 pq_module,
+                "fit_product_quantizer",
+                {
+                    "rotation": ("cayley", "rotation"),
+                    "n_rotation_steps": (2, "n_rotation_steps"),
+                    "learning_rate": (0.05, "learning_rate"),
+                    "step_rule": ("exact", "step_rule"),
+                    "refine_iter": (3, "refine_iter"),
+                },
+            ),
+            (
+                pq_solvers,
                 "rotated_pq",
                 {
                     "n_subquantizers": (2, "n_subquantizers"),
@@ -282,8 +294,8 @@ CASES.append(
                 },
             ),
             (
-                pq_module,
-                "GivensLearner",
+                pq_solvers,
+                "make_rotation_learner",
                 {
                     "n_rotation_steps": (2, "n_steps"),
                     "learning_rate": (0.05, "learning_rate"),

@@ -161,3 +161,8 @@ def test_two_tower_bad_input():
         _model().fit((u, i), user_features=dict(a=np.zeros(3, int)))
     with pytest.raises(DataValidationError, match="warm_start_from"):
         _model().fit((u, i), warm_start_from=_model())
+
+
+def test_layer_checks_its_sizes_with_the_shared_message_shape():
+    with pytest.raises(InvalidParameterError, match="'n_centroids' parameter of Pro"):
+        ProductQuantizationLayer(8, 2, 0)

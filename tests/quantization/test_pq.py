@@ -4,15 +4,25 @@ import torch
 
 from embedopt._core import DataValidationError, InvalidParameterError
 from embedopt.quantization import (
+    KMEANS_INITS,
+    ROTATION_INITS,
+    ROTATIONS,
+    GivensLearner,
+    ProcrustesLearner,
     ProductQuantizer,
     adc_search,
     assign,
     eigenvalue_allocation,
+    fit_product_quantizer,
+    get_rotation_learner,
     givens_descent,
+    initial_rotation,
     kmeans_plusplus,
     lloyd,
+    make_rotation_learner,
     opq,
     rotated_pq,
+    unconstrained_descent,
 )
 from embedopt.quantization.codebooks import decode
 
@@ -163,7 +173,7 @@ def test_validation_distortion_is_recorded():
 @pytest.mark.parametrize(
     ("kwargs", "X", "err", "match"),
     [
-        (dict(n_subquantizers=3), _data(), InvalidParameterError, "must divide"),
+        (dict(n_subquantizers=3), _data(), InvalidParameterError, "divides the dim"),
         (dict(n_centroids=700), _data(), DataValidationError, "exceeds the 600"),
         (dict(), np.full((10, 8), np.nan), DataValidationError, "NaN"),
         (dict(), np.array([["a"] * 8] * 10), DataValidationError, "dtype"),
@@ -207,3 +217,79 @@ def test_adc_search_over_a_million_codes_matches_brute_force():
         sc = Q @ decode(codes[a : a + 100_000].long(), C).T
         best = torch.topk(torch.cat([best, sc], 1), 10, dim=1).values
     torch.testing.assert_close(s, best, rtol=1e-4, atol=1e-4)
+
+
+def test_registries_accept_every_spelling_and_name_the_valid_ones():
+    assert get_rotation_learner("GIVENS") is GivensLearner
+    assert "gcd-g" in ROTATIONS and "GCD_G" in ROTATIONS
+    assert KMEANS_INITS["k-means++"] is kmeans_plusplus
+    assert ROTATION_INITS["eigenvalue"] is eigenvalue_allocation
+    with pytest.raises(InvalidParameterError, match="'procrustes', 'givens'"):
+        get_rotation_learner("svd")
+    with pytest.raises(InvalidParameterError, match="Valid names: 'identity'"):
+        initial_rotation("pca", torch.zeros(4, 8), 4)
+
+
+def test_make_rotation_learner_passes_its_settings_on():
+    g = torch.Generator()
+    learner = make_rotation_learner(
+        "gcd-s", n_steps=2, learning_rate=0.05, step_rule="exact", generator=g
+    )
+    assert isinstance(learner, GivensLearner)
+    assert (learner.n_steps, learner.learning_rate, learner.step_rule) == (
+        2,
+        0.05,
+        "exact",
+    )
+    assert learner.selection.name == "steepest" and learner.generator is g
+    assert make_rotation_learner("none") is None
+    free = make_rotation_learner("unconstrained", n_steps=3, penalty=0.5)
+    assert (free.n_steps, free.penalty, free.orthogonal) == (3, 0.5, False)
+    assert isinstance(make_rotation_learner("opq"), ProcrustesLearner)
+
+
+@pytest.mark.parametrize("rotation", ["gcd_g", "unconstrained"])
+def test_estimator_is_fit_product_quantizer(rotation):
+    X = _data(m=300)
+    kw = dict(max_iter=3, refine_iter=2, random_state=0, device="cpu")
+    pq = ProductQuantizer(4, 16, rotation=rotation.replace("_", "-"), **kw).fit(X)
+    res = fit_product_quantizer(X, 4, 16, rotation=rotation, **kw)
+    np.testing.assert_array_equal(pq.rotation_, res.x.rotation.numpy())
+    np.testing.assert_array_equal(pq.codebooks_, res.x.codebooks.numpy())
+    assert pq.distortion_ == res.info["distortion"]
+    np.testing.assert_array_equal(pq.encode(X), res.info["codes"].numpy())
+    assert pq.distortion_ == pytest.approx(pq.distortion(X), rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (
+            lambda X: givens_descent(X, 4, 16, learning_rate=-1.0),
+            "The 'learning_rate' parameter of givens_descent must be",
+        ),
+        (
+            lambda X: givens_descent(X, 4, 16, step_rule="newton"),
+            "The 'step_rule' parameter of givens_descent must be",
+        ),
+        (
+            lambda X: unconstrained_descent(X, 4, 16, penalty=-1.0),
+            "The 'penalty' parameter of unconstrained_descent must be",
+        ),
+        (
+            lambda X: rotated_pq(X, 4, 16, init="kmeans"),
+            "The 'init' parameter of rotated_pq must be",
+        ),
+        (
+            lambda X: fit_product_quantizer(X, 4, 16, rotation="svd"),
+            "The 'rotation' parameter of fit_product_quantizer must be",
+        ),
+        (
+            lambda X: opq(X, 3, 16),
+            r"The 'n_subquantizers' parameter of opq must be an int that divides",
+        ),
+    ],
+)
+def test_solvers_reject_bad_parameters_with_one_message_shape(call, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        call(_data(m=100))

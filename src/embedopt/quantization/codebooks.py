@@ -11,12 +11,17 @@ once with batched matrix products and process rows in chunks, so memory stays
 
 from __future__ import annotations
 
+import numbers
+
 import torch
+
+from .._core import InstanceOf, check_param
 
 __all__ = [
     "adc_search",
     "adc_tables",
     "assign",
+    "check_n_subquantizers",
     "decode",
     "kmeans_plusplus",
     "lloyd",
@@ -40,6 +45,49 @@ def split(X: torch.Tensor, M: int) -> torch.Tensor:
     """
     m, n = X.shape
     return X.reshape(m, M, n // M)
+
+
+class _Divisor(InstanceOf):
+    # A parameter constraint (see embedopt._core.validation) for "an int that
+    # divides n": the subspaces of PQ must split the dimension evenly.
+    def __init__(self, n: int, what: str):
+        divisors = [d for d in range(1, n + 1) if n % d == 0]
+        super().__init__(
+            numbers.Integral, f"an int that divides {what} (one of {divisors})"
+        )
+        self.n = n
+
+    def is_satisfied_by(self, value) -> bool:
+        return (
+            super().is_satisfied_by(value)
+            and not isinstance(value, bool)
+            and value >= 1
+            and self.n % value == 0
+        )
+
+
+def check_n_subquantizers(owner: str, M, n: int, what: str | None = None) -> None:
+    """Check that ``M`` subspaces split the dimension ``n`` evenly.
+
+    Parameters
+    ----------
+    owner : str
+        The estimator or function named in the message.
+    M : int
+        The ``n_subquantizers`` parameter.
+    n : int
+        The dimension.
+    what : str, optional
+        How the message names the dimension (default ``"the dimension n"``).
+
+    Raises
+    ------
+    InvalidParameterError
+        "The 'n_subquantizers' parameter of <owner> must be an int that divides
+        the dimension 6 (one of [1, 2, 3, 6]). Got 4."
+    """
+    what = f"the dimension {n}" if what is None else what
+    check_param(owner, "n_subquantizers", M, [_Divisor(n, what)])
 
 
 def _chunk_rows(m: int, M: int, K: int, budget: int = 1 << 18) -> int:

@@ -10,50 +10,17 @@ import torch
 from .._core import (
     BaseEstimator,
     DataValidationError,
-    InstanceOf,
     Interval,
     Options,
     check_is_fitted,
-    resolve_device,
-    resolve_dtype,
-    resolve_random_state,
+    resolve_fit_context,
     to_numpy,
 )
 from .codebooks import adc_search, decode, lloyd, split
-from .rotation_learners import (
-    CayleyLearner,
-    GivensLearner,
-    ProcrustesLearner,
-    UnconstrainedLearner,
-)
-from .solvers import KMEANS_INITS, as_vectors, rotated_pq
+from .rotation_learners import ROTATIONS
+from .solvers import SOLVER_CONSTRAINTS, as_vectors, fit_product_quantizer
 
 __all__ = ["ROTATIONS", "ProductQuantizer"]
-
-#: Rotation methods of :class:`ProductQuantizer` (name -> what learns R).
-ROTATIONS = {
-    "none": "no rotation step (plain PQ on X @ rotation_init)",
-    "opq": "SVD Procrustes (OPQ, Ge et al. 2013)",
-    "gcd-r": "Givens coordinate descent, random matching",
-    "gcd-g": "Givens coordinate descent, greedy matching (Algorithm 1)",
-    "gcd-s": "Givens coordinate descent, maximum-weight matching",
-    "gcd-r-overlap": "Givens coordinate descent, overlapping random pairs",
-    "gcd-g-overlap": "Givens coordinate descent, overlapping greedy pairs",
-    "cayley": "gradient steps on the Cayley parameterization",
-    "unconstrained": (
-        "gradient steps on a free matrix with the soft orthogonality penalty "
-        "||R^T R - I||^2 (weight 1, see UnconstrainedLearner): without it the "
-        "fixed-code least-squares step rescales R freely"
-    ),
-}
-
-_GCD = {
-    "gcd-r": "random",
-    "gcd-g": "greedy",
-    "gcd-s": "steepest",
-    "gcd-r-overlap": "random_overlap",
-    "gcd-g-overlap": "greedy_overlap",
-}
 
 
 def _codes_dtype(K: int):
@@ -63,12 +30,13 @@ def _codes_dtype(K: int):
 class ProductQuantizer(BaseEstimator):
     """Product quantizer ``T(X) = phi(X R) R^T`` with a learned rotation R.
 
-    ``fit`` alternates k-means on the M subspaces of ``X R`` and a rotation step
-    (:func:`~embedopt.quantization.rotated_pq`): the SVD Procrustes step of OPQ,
-    Givens coordinate descent (GCD-R/G/S, Jiang et al.), a Cayley or an
-    unconstrained gradient baseline, or none. Then ``encode`` gives uint8 /
-    uint16 codes, ``decode`` reconstructions, and ``search`` asymmetric-distance
-    (ADC) top-k search for L2 or inner product, batched for large databases.
+    ``fit`` (:func:`~embedopt.quantization.fit_product_quantizer`) alternates
+    k-means on the M subspaces of ``X R`` and a rotation step: the SVD
+    Procrustes step of OPQ, Givens coordinate descent (GCD-R/G/S, Jiang et
+    al.), a Cayley or an unconstrained gradient baseline, or none. Then
+    ``encode`` gives uint8 / uint16 codes, ``decode`` reconstructions, and
+    ``search`` asymmetric-distance (ADC) top-k search for L2 or inner product,
+    batched for large databases.
 
     Parameters
     ----------
@@ -77,9 +45,10 @@ class ProductQuantizer(BaseEstimator):
     n_centroids : int
         K, centroids per subspace (at most the number of training vectors;
         codes are uint8 for K <= 256, uint16 up to 65536).
-    rotation : {"none", "opq", "gcd-r", "gcd-g", "gcd-s", "gcd-r-overlap", \
-"gcd-g-overlap", "cayley", "unconstrained"}
-        How R is learned (see :data:`ROTATIONS`).
+    rotation : {"none", "opq", "gcd_r", "gcd_g", "gcd_s", "gcd_r_overlap", \
+"gcd_g_overlap", "cayley", "unconstrained"}
+        How R is learned (see :data:`ROTATIONS`); the hyphenated spellings
+        (``"gcd-g"``) work too.
     rotation_init : {"identity", "random", "eigenvalue"} or array-like (n, n)
         Starting rotation; ``"eigenvalue"`` is OPQ's eigenvalue allocation.
     max_iter : int
@@ -143,33 +112,11 @@ class ProductQuantizer(BaseEstimator):
     """
 
     _parameter_constraints: ClassVar[dict] = {
-        "n_subquantizers": [Interval(int, 1, None)],
+        **SOLVER_CONSTRAINTS,
+        # Codes are stored as uint8 or uint16.
         "n_centroids": [Interval(int, 1, 65536)],
-        "rotation": [Options(ROTATIONS)],
-        "rotation_init": [
-            # InstanceOf first: comparing an array with the option strings fails.
-            InstanceOf((np.ndarray, torch.Tensor), "an (n, n) array"),
-            Options(["identity", "random", "eigenvalue"]),
-        ],
-        "max_iter": [Interval(int, 1, None)],
-        "n_rotation_steps": [Interval(int, 1, None)],
-        "learning_rate": [
-            Interval(float, 0, None, closed="neither"),
-            Options(["auto"]),
-        ],
-        "step_rule": [Options(["gradient", "exact"])],
-        "kmeans_iter": [Interval(int, 0, None)],
-        "init_kmeans_iter": [Interval(int, 0, None)],
-        "refine_iter": [Interval(int, 0, None)],
-        "init": [Options(KMEANS_INITS)],
         "metric": [Options(["l2", "ip"])],
-        "tol": [Interval(float, 0, None)],
         "batch_size": [Interval(int, 1, None)],
-        "random_state": ["random_state"],
-        "device": ["device"],
-        "dtype": ["dtype"],
-        "verbose": [Interval(int, 0, None), "boolean"],
-        "callback": ["callable", None],
     }
 
     def __init__(
@@ -217,28 +164,6 @@ class ProductQuantizer(BaseEstimator):
         self.verbose = verbose
         self.callback = callback
 
-    def _learner(self, generator):
-        r = self.rotation
-        if r == "none":
-            return None
-        if r == "opq":
-            return ProcrustesLearner()
-        if r in _GCD:
-            return GivensLearner(
-                selection=_GCD[r],
-                n_steps=self.n_rotation_steps,
-                learning_rate=self.learning_rate,
-                step_rule=self.step_rule,
-                generator=generator,
-            )
-        if r == "cayley":
-            return CayleyLearner(
-                n_steps=self.n_rotation_steps, learning_rate=self.learning_rate
-            )
-        return UnconstrainedLearner(
-            n_steps=self.n_rotation_steps, learning_rate=self.learning_rate
-        )
-
     # -- fitting -----------------------------------------------------------------
     def fit(self, X, y=None, *, validation=None) -> ProductQuantizer:
         """Learn the rotation and the codebooks.
@@ -258,15 +183,16 @@ class ProductQuantizer(BaseEstimator):
         self
         """
         self._validate_params()
-        rs = resolve_random_state(self.random_state, type(self).__name__)
-        dev = resolve_device(self.device)
-        dt = resolve_dtype(self.dtype)
-        Xt = as_vectors(X, device=dev, dtype=dt)
-        result = rotated_pq(
-            Xt,
+        ctx = resolve_fit_context(self)
+        result = fit_product_quantizer(
+            X,
             n_subquantizers=self.n_subquantizers,
             n_centroids=self.n_centroids,
-            learner=self._learner(rs.torch("cpu")),
+            rotation=self.rotation,
+            n_rotation_steps=self.n_rotation_steps,
+            learning_rate=self.learning_rate,
+            step_rule=self.step_rule,
+            refine_iter=self.refine_iter,
             rotation_init=self.rotation_init,
             max_iter=self.max_iter,
             kmeans_iter=self.kmeans_iter,
@@ -274,26 +200,20 @@ class ProductQuantizer(BaseEstimator):
             init=self.init,
             tol=self.tol,
             validation=validation,
-            random_state=rs,
-            device=dev,
-            dtype=dt,
+            random_state=ctx.random_state,
+            device=ctx.device,
+            dtype=ctx.dtype,
             verbose=self.verbose,
             callback=self.callback,
             name=f"ProductQuantizer[{self.rotation}]",
         )
         R, cb = result.x.rotation, result.x.codebooks
-        M = self.n_subquantizers
-        cb, codes, err, _ = lloyd(split(Xt @ R, M), cb, self.refine_iter)
-        if self.rotation == "unconstrained":
-            rec = decode(codes, cb) @ R.T
-            self.distortion_ = float(((Xt - rec).double() ** 2).sum(1).mean())
-        else:
-            self.distortion_ = float(err.double().sum(1).mean())
         self.rotation_tensor_ = R
         self.codebooks_tensor_ = cb
         self.rotation_ = to_numpy(R)
         self.codebooks_ = to_numpy(cb)
-        self.n_features_in_ = int(Xt.shape[1])
+        self.n_features_in_ = int(R.shape[0])
+        self.distortion_ = result.info["distortion"]
         self.history_ = result.history
         self.n_iter_ = result.n_iter
         self.stop_reason_ = result.stop_reason

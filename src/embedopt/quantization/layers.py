@@ -21,13 +21,18 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._core import InvalidParameterError
+from .._core import Interval, Options, validate_params
 from ..linalg.rotations import cayley
-from .codebooks import adc_search, assign, split
+from .codebooks import adc_search, assign, check_n_subquantizers, split
 
 __all__ = ["CayleyRotation", "ProductQuantizationLayer"]
 
-_ROTATIONS = ("givens", "cayley", "fixed", "unconstrained")
+_CONSTRAINTS = {
+    "dim": [Interval(int, 1, None)],
+    "n_subquantizers": [Interval(int, 1, None)],
+    "n_centroids": [Interval(int, 1, None)],
+    "rotation": [Options(("givens", "cayley", "fixed", "unconstrained"))],
+}
 
 
 class CayleyRotation(nn.Module):
@@ -120,17 +125,14 @@ class ProductQuantizationLayer(nn.Module):
         self, dim: int, n_subquantizers: int, n_centroids: int, *, rotation="givens"
     ):
         super().__init__()
-        if rotation not in _ROTATIONS:
-            raise InvalidParameterError(
-                "The 'rotation' parameter of ProductQuantizationLayer must be a str "
-                f"among {{{', '.join(repr(r) for r in _ROTATIONS)}}}. Got "
-                f"{rotation!r}."
-            )
-        if dim % n_subquantizers:
-            raise InvalidParameterError(
-                f"The 'n_subquantizers' parameter of ProductQuantizationLayer must "
-                f"divide dim={dim}. Got {n_subquantizers}."
-            )
+        params = {
+            "dim": dim,
+            "n_subquantizers": n_subquantizers,
+            "n_centroids": n_centroids,
+            "rotation": rotation,
+        }
+        validate_params(type(self).__name__, params, _CONSTRAINTS)
+        check_n_subquantizers(type(self).__name__, n_subquantizers, dim, f"dim={dim}")
         self.dim = dim
         self.n_subquantizers = n_subquantizers
         self.n_centroids = n_centroids

@@ -6,7 +6,8 @@ the quantization distortion of eq. (1) is a function of R alone:
     f(R) = (1/m) ||X R - Y||^2 = const - 2 <R, C>,   C = X^T Y / m,
 
 for orthogonal R (``||X R|| = ||X||``). Every learner below takes one such
-rotation step; they are chosen by name from :data:`ROTATION_LEARNERS`:
+rotation step; they are chosen by name from :data:`ROTATION_LEARNERS`
+(look-up: :func:`get_rotation_learner`):
 
 - ``"procrustes"``: the exact minimizer ``R = U V^T`` (``C = U S V^T``) -- the
   SVD step of OPQ (Ge et al. 2013);
@@ -17,28 +18,39 @@ rotation step; they are chosen by name from :data:`ROTATION_LEARNERS`:
   Cayley transform ``R = R_0 (I - S)(I + S)^{-1}``;
 - ``"unconstrained"``: a few gradient steps on a free matrix W, reconstructing
   with ``W^T`` and penalizing ``||W^T W - I||^2`` (the relaxation of Sec. 1.2).
+
+The rotation methods of :class:`~embedopt.quantization.ProductQuantizer`
+(``"opq"``, ``"gcd_g"``...) are learners with some settings fixed; they are
+listed in :data:`ROTATIONS` and built by :func:`make_rotation_learner`.
+Starting rotations are chosen by name from :data:`ROTATION_INITS`.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from .._core import InvalidParameterError
+from .._core import Registry
 from ..linalg.rotations import apply_givens, apply_givens_sequence, cayley, procrustes
 from ..optim.givens import PairSelection, get_pair_selection
 
 __all__ = [
+    "ROTATIONS",
+    "ROTATION_INITS",
     "ROTATION_LEARNERS",
     "CayleyLearner",
     "GivensLearner",
     "ProcrustesLearner",
     "RotationLearner",
+    "RotationMethod",
     "UnconstrainedLearner",
     "eigenvalue_allocation",
+    "get_rotation_learner",
     "initial_rotation",
+    "make_rotation_learner",
 ]
 
 
@@ -66,10 +78,15 @@ class RotationLearner:
     orthogonal : bool
         Whether the learned matrix stays orthogonal (then the distortion can be
         measured in the rotated space).
+    settings : tuple of str
+        Which settings of :func:`make_rotation_learner` the constructor takes.
     """
 
     name = "base"
     orthogonal = True
+    #: Constructor keywords taken from the shared settings of
+    #: :func:`make_rotation_learner` (the others do not apply to this learner).
+    settings: tuple[str, ...] = ()
 
     def start(self, R: torch.Tensor) -> None:
         """Called once before the first step.
@@ -147,6 +164,7 @@ class GivensLearner(RotationLearner):
     """
 
     name = "givens"
+    settings = ("n_steps", "learning_rate", "step_rule", "generator")
 
     def __init__(
         self,
@@ -211,6 +229,7 @@ class CayleyLearner(RotationLearner):
     """
 
     name = "cayley"
+    settings = ("n_steps", "learning_rate")
 
     def __init__(self, n_steps: int = 5, learning_rate: float | str = "auto"):
         self.n_steps = n_steps
@@ -269,6 +288,7 @@ class UnconstrainedLearner(RotationLearner):
 
     name = "unconstrained"
     orthogonal = False
+    settings = ("n_steps", "learning_rate", "penalty")
 
     def __init__(
         self, n_steps: int = 5, learning_rate: float | str = "auto", penalty=1.0
@@ -301,16 +321,160 @@ class UnconstrainedLearner(RotationLearner):
         return {"learning_rate": self._lr}
 
 
-#: Rotation steps by name.
-ROTATION_LEARNERS = {
-    "procrustes": ProcrustesLearner,
-    "givens": GivensLearner,
-    "cayley": CayleyLearner,
-    "unconstrained": UnconstrainedLearner,
-}
+#: Rotation steps by name (look-up: :func:`get_rotation_learner`).
+ROTATION_LEARNERS = Registry(
+    "rotation learner",
+    {
+        "procrustes": ProcrustesLearner,
+        "givens": GivensLearner,
+        "cayley": CayleyLearner,
+        "unconstrained": UnconstrainedLearner,
+    },
+    owner="embedopt.quantization",
+)
 
 
-def eigenvalue_allocation(X: torch.Tensor, M: int) -> torch.Tensor:
+def get_rotation_learner(name: str) -> type[RotationLearner]:
+    """The rotation learner class registered under ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A name of :data:`ROTATION_LEARNERS` (``"givens"``, ``"procrustes"``...;
+        hyphenated or upper-case spellings are accepted).
+
+    Returns
+    -------
+    type
+        A :class:`RotationLearner` subclass.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``name`` is unknown; the message lists the valid names.
+    """
+    return ROTATION_LEARNERS.get(name)
+
+
+@dataclass(frozen=True)
+class RotationMethod:
+    """A rotation method: a learner of :data:`ROTATION_LEARNERS`, settings fixed.
+
+    Attributes
+    ----------
+    learner : str or None
+        Name in :data:`ROTATION_LEARNERS`; None means no rotation step (the
+        starting rotation is kept).
+    description : str
+        What learns R, in one line.
+    options : dict
+        Constructor keywords the method fixes (the Givens pair rule).
+    """
+
+    learner: str | None
+    description: str
+    options: dict[str, object] = field(default_factory=dict)
+
+
+def _gcd(selection: str, description: str) -> RotationMethod:
+    return RotationMethod("givens", description, {"selection": selection})
+
+
+#: Rotation methods of :class:`~embedopt.quantization.ProductQuantizer` by name
+#: (built by :func:`make_rotation_learner`).
+ROTATIONS = Registry(
+    "rotation",
+    {
+        "none": RotationMethod(
+            None, "no rotation step (plain PQ on X @ rotation_init)"
+        ),
+        "opq": RotationMethod("procrustes", "SVD Procrustes (OPQ, Ge et al. 2013)"),
+        "gcd_r": _gcd("random", "Givens coordinate descent, random matching"),
+        "gcd_g": _gcd(
+            "greedy", "Givens coordinate descent, greedy matching (Algorithm 1)"
+        ),
+        "gcd_s": _gcd("steepest", "Givens coordinate descent, maximum-weight matching"),
+        "gcd_r_overlap": _gcd(
+            "random_overlap", "Givens coordinate descent, overlapping random pairs"
+        ),
+        "gcd_g_overlap": _gcd(
+            "greedy_overlap", "Givens coordinate descent, overlapping greedy pairs"
+        ),
+        "cayley": RotationMethod(
+            "cayley", "gradient steps on the Cayley parameterization"
+        ),
+        "unconstrained": RotationMethod(
+            "unconstrained",
+            "gradient steps on a free matrix with the soft orthogonality penalty "
+            "||R^T R - I||^2 (weight 1, see UnconstrainedLearner): without it the "
+            "fixed-code least-squares step rescales R freely",
+        ),
+    },
+    owner="embedopt.quantization",
+)
+
+
+def make_rotation_learner(
+    rotation: str,
+    *,
+    n_steps: int = 5,
+    learning_rate: float | str = "auto",
+    step_rule: str = "gradient",
+    penalty: float = 1.0,
+    generator: torch.Generator | None = None,
+) -> RotationLearner | None:
+    """Build the rotation step of a method of :data:`ROTATIONS`.
+
+    Parameters
+    ----------
+    rotation : str
+        A name of :data:`ROTATIONS` (``"gcd-g"`` and ``"gcd_g"`` both work).
+    n_steps, learning_rate, step_rule, penalty, generator
+        Shared settings; the learner takes those named in its ``settings``
+        (see :class:`GivensLearner`, :class:`CayleyLearner`,
+        :class:`UnconstrainedLearner`) and ignores the others.
+
+    Returns
+    -------
+    RotationLearner or None
+        None for ``"none"`` (no rotation step).
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``rotation`` is unknown.
+    """
+    method = ROTATIONS.get(rotation)
+    if method.learner is None:
+        return None
+    cls = get_rotation_learner(method.learner)
+    shared = {
+        "n_steps": n_steps,
+        "learning_rate": learning_rate,
+        "step_rule": step_rule,
+        "penalty": penalty,
+        "generator": generator,
+    }
+    return cls(**{k: shared[k] for k in cls.settings}, **method.options)
+
+
+def _identity(X: torch.Tensor, M: int, generator=None) -> torch.Tensor:
+    return torch.eye(X.shape[1], dtype=X.dtype, device=X.device)
+
+
+def _haar_random(X: torch.Tensor, M: int, generator=None) -> torch.Tensor:
+    # Drawn on the CPU in float64 from the CPU generator, so the rotation does
+    # not depend on the device; the sign correction makes QR's Q Haar-uniform.
+    n = X.shape[1]
+    g = torch.randn(n, n, generator=generator, dtype=torch.float64)
+    Q, Rq = torch.linalg.qr(g)
+    Q = Q * torch.sign(torch.diagonal(Rq))[None, :]
+    return Q.to(device=X.device, dtype=X.dtype)
+
+
+def eigenvalue_allocation(
+    X: torch.Tensor, M: int, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """OPQ's parametric initial rotation: eigenvalue allocation (Ge et al. 2013).
 
     The principal directions of the (centered) covariance are dealt to the M
@@ -323,8 +487,12 @@ def eigenvalue_allocation(X: torch.Tensor, M: int) -> torch.Tensor:
     Parameters
     ----------
     X : torch.Tensor, shape (m, n)
+        Training vectors.
     M : int
-        Number of subspaces (divides n).
+        How many subspaces (buckets of n / M directions each); divides n.
+    generator : torch.Generator, optional
+        Unused: the allocation is deterministic (every entry of
+        :data:`ROTATION_INITS` takes one).
 
     Returns
     -------
@@ -354,6 +522,20 @@ def eigenvalue_allocation(X: torch.Tensor, M: int) -> torch.Tensor:
     return evecs[:, cols].to(X.dtype)
 
 
+#: Starting rotations by name, functions ``(X, M, generator) -> R`` (see
+#: :func:`initial_rotation`): ``"identity"`` (plain PQ), ``"random"`` (a
+#: Haar-uniform rotation) and ``"eigenvalue"`` (:func:`eigenvalue_allocation`).
+ROTATION_INITS = Registry(
+    "rotation init",
+    {
+        "identity": _identity,
+        "random": _haar_random,
+        "eigenvalue": eigenvalue_allocation,
+    },
+    owner="embedopt.quantization",
+)
+
+
 def initial_rotation(
     init,
     X: torch.Tensor,
@@ -365,30 +547,25 @@ def initial_rotation(
     Parameters
     ----------
     init : {"identity", "random", "eigenvalue"} or array-like of shape (n, n)
+        A name of :data:`ROTATION_INITS` or a matrix, used as given (copied).
         ``"random"`` draws a Haar-uniform rotation (QR of a Gaussian matrix
-        with sign correction); ``"eigenvalue"`` is :func:`eigenvalue_allocation`.
+        with sign correction); ``"eigenvalue"`` is
+        :func:`eigenvalue_allocation`.
     X : torch.Tensor, shape (m, n)
     M : int
     generator : torch.Generator, optional
+        A CPU generator (for ``"random"``).
 
     Returns
     -------
     torch.Tensor, shape (n, n)
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``init`` is a string that names no entry of :data:`ROTATION_INITS`.
     """
-    n = X.shape[1]
     if isinstance(init, str):
-        if init == "identity":
-            return torch.eye(n, dtype=X.dtype, device=X.device)
-        if init == "random":
-            g = torch.randn(n, n, generator=generator, dtype=torch.float64)
-            Q, Rq = torch.linalg.qr(g)
-            Q = Q * torch.sign(torch.diagonal(Rq))[None, :]
-            return Q.to(device=X.device, dtype=X.dtype)
-        if init == "eigenvalue":
-            return eigenvalue_allocation(X, M)
-        raise InvalidParameterError(
-            "The 'rotation_init' parameter must be a str among {'identity', "
-            f"'random', 'eigenvalue'}} or an (n, n) array. Got {init!r}."
-        )
+        return ROTATION_INITS.get(init)(X, M, generator)
     R = torch.as_tensor(np.asarray(init), dtype=X.dtype, device=X.device)
     return R.clone()

@@ -10,50 +10,105 @@ All solvers minimize the quantization distortion
 :func:`opq` uses the exact SVD Procrustes step (Ge et al. 2013);
 :func:`givens_descent` replaces it by a few Givens coordinate descent steps
 (Sec. 3.1 of the paper); :func:`cayley_descent` and :func:`unconstrained_descent`
-are the gradient baselines. Each returns a :class:`~embedopt.optim.SolverResult`
-whose ``x`` is a :class:`RotatedPQ`.
+are the gradient baselines. :func:`fit_product_quantizer` is what
+:class:`~embedopt.quantization.ProductQuantizer` runs: a rotation method chosen
+by name from :data:`~.rotation_learners.ROTATIONS`, the alternation, then a few
+Lloyd iterations with the rotation fixed. Each returns a
+:class:`~embedopt.optim.SolverResult` whose ``x`` is a :class:`RotatedPQ`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+import numpy as np
 import torch
 
 from .._core import (
     DataValidationError,
-    InvalidParameterError,
-    resolve_device,
-    resolve_dtype,
-    resolve_random_state,
+    FitContext,
+    InstanceOf,
+    Interval,
+    Options,
+    Registry,
+    resolve_fit_context,
+    validate_params,
 )
 from ..linalg.rotations import orthogonality_error, reorthogonalize
 from ..optim import IterationMonitor, SolverResult
 from ..optim.givens import PairSelection
-from .codebooks import decode, kmeans_plusplus, lloyd, random_init, split
+from .codebooks import (
+    check_n_subquantizers,
+    decode,
+    kmeans_plusplus,
+    lloyd,
+    random_init,
+    split,
+)
 from .rotation_learners import (
+    ROTATION_INITS,
+    ROTATIONS,
     CayleyLearner,
     GivensLearner,
     ProcrustesLearner,
     RotationLearner,
     UnconstrainedLearner,
     initial_rotation,
+    make_rotation_learner,
 )
 
 __all__ = [
     "KMEANS_INITS",
+    "SOLVER_CONSTRAINTS",
     "RotatedPQ",
     "as_vectors",
     "cayley_descent",
+    "fit_product_quantizer",
     "givens_descent",
     "opq",
     "rotated_pq",
     "unconstrained_descent",
 ]
 
-#: Codebook seeding rules by name.
-KMEANS_INITS = {"k-means++": kmeans_plusplus, "random": random_init}
+#: Codebook seeding rules by name (``"k-means++"`` is spelled ``"k_means++"``
+#: in the registry; both spellings work).
+KMEANS_INITS = Registry(
+    "k-means init",
+    {"k_means++": kmeans_plusplus, "random": random_init},
+    owner="embedopt.quantization",
+)
+
+#: Parameter constraints of the solvers of this module (and of
+#: :class:`~embedopt.quantization.ProductQuantizer`, which adds its own).
+SOLVER_CONSTRAINTS = {
+    "n_subquantizers": [Interval(int, 1, None)],
+    "n_centroids": [Interval(int, 1, None)],
+    "rotation": [Options(ROTATIONS)],
+    "rotation_init": [
+        # InstanceOf first: comparing an array with the option strings fails.
+        InstanceOf((np.ndarray, torch.Tensor, list, tuple), "an (n, n) array"),
+        Options(ROTATION_INITS),
+    ],
+    "max_iter": [Interval(int, 1, None)],
+    "n_rotation_steps": [Interval(int, 1, None)],
+    "learning_rate": [
+        Interval(float, 0, math.inf, closed="neither"),
+        Options(["auto"]),
+    ],
+    "step_rule": [Options(["gradient", "exact"])],
+    "penalty": [Interval(float, 0, None)],
+    "kmeans_iter": [Interval(int, 0, None)],
+    "init_kmeans_iter": [Interval(int, 0, None)],
+    "refine_iter": [Interval(int, 0, None)],
+    "init": [Options(KMEANS_INITS)],
+    "tol": [Interval(float, 0, None)],
+    "random_state": ["random_state"],
+    "device": ["device"],
+    "dtype": ["dtype"],
+    "verbose": [Interval(int, 0, None), "boolean"],
+    "callback": ["callable", None],
+}
 
 
 #: ``max |R^T R - I|`` above which an orthogonal learner's R is re-orthogonalized.
@@ -105,8 +160,6 @@ def as_vectors(
         Not 2-D, empty, not a real floating/integer dtype, wrong width, or NaN /
         infinite entries (the first bad row is named).
     """
-    import numpy as np
-
     if isinstance(X, torch.Tensor):
         t = X.detach()
         kind_ok = t.dtype.is_floating_point or not (
@@ -152,19 +205,83 @@ def as_vectors(
     return out
 
 
-def _check_shapes(m: int, n: int, M: int, K: int) -> None:
-    if n % M:
-        divisors = [d for d in range(1, n + 1) if n % d == 0]
-        raise InvalidParameterError(
-            f"The 'n_subquantizers' parameter must divide the dimension {n}; got "
-            f"{M}. Valid values: {divisors}."
-        )
+def _training_data(
+    X,
+    validation,
+    rotation_init,
+    M: int,
+    K: int,
+    ctx: FitContext,
+    generator: torch.Generator,
+    owner: str,
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """Checked training and validation tensors, and the starting rotation."""
+    X = as_vectors(X, device=ctx.device, dtype=ctx.dtype)
+    m, n = X.shape
+    check_n_subquantizers(owner, M, n)
     if K > m:
         raise DataValidationError(
             f"n_centroids={K} exceeds the {m} training vectors: k-means needs at "
             "least one vector per centroid. Use more training vectors or fewer "
             "centroids."
         )
+    Xv = None
+    if validation is not None:
+        Xv = as_vectors(
+            validation, "validation", device=ctx.device, dtype=ctx.dtype, n_features=n
+        )
+    R = initial_rotation(rotation_init, X, M, generator)
+    if R.shape != (n, n):
+        raise DataValidationError(
+            f"rotation_init must be an ({n}, {n}) matrix; got {tuple(R.shape)}."
+        )
+    return X, Xv, R
+
+
+def _quantize(
+    X: torch.Tensor,
+    R: torch.Tensor,
+    codebooks: torch.Tensor,
+    M: int,
+    n_iter: int,
+    orthogonal: bool,
+) -> tuple[torch.Tensor, torch.Tensor, float, int]:
+    """``n_iter`` Lloyd iterations on ``X R``, then the mean squared error.
+
+    Returns the codebooks, the codes, the distortion ``mean ||x - T(x)||^2``
+    and the number of repaired empty clusters. For orthogonal R the error is
+    measured in the rotated space (equal, and free); otherwise the vectors are
+    reconstructed with ``R^T``. Sums are accumulated in float64.
+    """
+    cb, codes, err, n_empty = lloyd(split(X @ R, M), codebooks, n_iter)
+    if orthogonal:
+        return cb, codes, float(err.double().sum(1).mean()), n_empty
+    rec = decode(codes, cb) @ R.T
+    return cb, codes, float(((X - rec).double() ** 2).sum(1).mean()), n_empty
+
+
+def _rotation_step(
+    monitor: IterationMonitor,
+    learner: RotationLearner | None,
+    X: torch.Tensor,
+    R: torch.Tensor,
+    codebooks: torch.Tensor,
+    codes: torch.Tensor,
+) -> tuple[torch.Tensor, float]:
+    """One rotation step with the codes fixed; R and its orthogonality error."""
+    if learner is not None:
+        R = learner.step(X, decode(codes, codebooks), R)
+        if not bool(torch.isfinite(R).all()):
+            raise monitor.instability("the rotation became non-finite")
+    with monitor.paused():
+        orth_err = orthogonality_error(R)
+        if learner is not None and learner.orthogonal and orth_err > _REORTH_TOL:
+            # Rounding R to float32 after every step lets R^T R drift like
+            # sqrt(iterations) * 1e-7; one Newton-Schulz step squares the
+            # error (as GivensOptimizer does), so it rarely runs.
+            R = reorthogonalize(R)
+            orth_err = orthogonality_error(R)
+    return R, orth_err
 
 
 def rotated_pq(
@@ -209,7 +326,7 @@ def rotated_pq(
     init_kmeans_iter : int
         Lloyd iterations of the initial codebooks.
     init : {"k-means++", "random"}
-        Codebook seeding.
+        Codebook seeding (see :data:`KMEANS_INITS`).
     tol : float
         Stop when the relative distortion change is at most ``tol`` (0 runs
         ``max_iter`` iterations).
@@ -224,7 +341,7 @@ def rotated_pq(
         ``callback(state) -> bool``; ``state.x`` is the current
         :class:`RotatedPQ`.
     name : str
-        Solver name in progress bars, logs and warnings.
+        Solver name in progress bars, logs, warnings and error messages.
 
     Returns
     -------
@@ -235,39 +352,30 @@ def rotated_pq(
         ``info["codes"]`` holds the training codes and ``info["init_distortion"]``
         the distortion before the first outer iteration.
     """
-    dev = resolve_device(device)
-    dt = resolve_dtype(dtype)
-    rs = resolve_random_state(random_state, name)
-    gen = rs.torch("cpu")
-    if init not in KMEANS_INITS:
-        raise InvalidParameterError(
-            f"The 'init' parameter of {name} must be a str among "
-            f"{{{', '.join(repr(k) for k in KMEANS_INITS)}}}. Got {init!r}."
-        )
-    X = as_vectors(X, device=dev, dtype=dt)
-    m, n = X.shape
+    params = {
+        "n_subquantizers": n_subquantizers,
+        "n_centroids": n_centroids,
+        "rotation_init": rotation_init,
+        "max_iter": max_iter,
+        "kmeans_iter": kmeans_iter,
+        "init_kmeans_iter": init_kmeans_iter,
+        "init": init,
+        "tol": tol,
+        "verbose": verbose,
+        "callback": callback,
+    }
+    validate_params(name, params, SOLVER_CONSTRAINTS)
+    ctx = resolve_fit_context(
+        random_state=random_state, device=device, dtype=dtype, owner=name
+    )
+    # One CPU generator for the draws of k-means seeding and random rotations,
+    # so that results do not depend on the device (fit_product_quantizer and
+    # givens_descent hand the same one to the GCD learner).
+    gen = ctx.random_state.torch("cpu")
     M, K = int(n_subquantizers), int(n_centroids)
-    _check_shapes(m, n, M, K)
-    Xv = None
-    if validation is not None:
-        Xv = as_vectors(validation, "validation", device=dev, dtype=dt, n_features=n)
-    R = initial_rotation(rotation_init, X, M, gen)
-    if R.shape != (n, n):
-        raise DataValidationError(
-            f"rotation_init must be an ({n}, {n}) matrix; got {tuple(R.shape)}."
-        )
+    X, Xv, R = _training_data(X, validation, rotation_init, M, K, ctx, gen, name)
     if learner is not None:
         learner.start(R)
-    orthogonal = learner is None or learner.orthogonal
-
-    def distortion(Z: torch.Tensor, R: torch.Tensor, cb: torch.Tensor) -> float:
-        Zr = Z @ R
-        _, codes, err, _ = lloyd(split(Zr, M), cb, 0)
-        if orthogonal:
-            return float(err.double().sum(1).mean())
-        rec = decode(codes, cb) @ R.T
-        return float(((Z - rec).double() ** 2).sum(1).mean())
-
     monitor = IterationMonitor(
         name,
         max_iter,
@@ -279,42 +387,124 @@ def rotated_pq(
     )
     monitor.start()
     Xs = split(X @ R, M)
-    cb = KMEANS_INITS[init](Xs, K, gen)
-    cb, codes, err, n_empty = lloyd(Xs, cb, init_kmeans_iter)
+    cb = KMEANS_INITS.get(init)(Xs, K, gen)
+    cb, codes, err, _ = lloyd(Xs, cb, init_kmeans_iter)
     init_distortion = float(err.double().sum(1).mean())
+    R, cb, codes = _alternate(monitor, learner, X, Xv, R, cb, codes, kmeans_iter)
+    return monitor.result(
+        RotatedPQ(R, cb), codes=codes, init_distortion=init_distortion
+    )
+
+
+def _alternate(
+    monitor: IterationMonitor,
+    learner: RotationLearner | None,
+    X: torch.Tensor,
+    Xv: torch.Tensor | None,
+    R: torch.Tensor,
+    cb: torch.Tensor,
+    codes: torch.Tensor,
+    kmeans_iter: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The outer loop of :func:`rotated_pq`: rotation step, then k-means."""
+    M = cb.shape[0]
+    orthogonal = learner is None or learner.orthogonal
     for _ in monitor:
-        if learner is not None:
-            Y = decode(codes, cb)
-            R = learner.step(X, Y, R)
-            if not bool(torch.isfinite(R).all()):
-                raise monitor.instability("the rotation became non-finite")
-        with monitor.paused():
-            orth_err = orthogonality_error(R)
-            if orthogonal and learner is not None and orth_err > _REORTH_TOL:
-                # Rounding R to float32 after every step lets R^T R drift like
-                # sqrt(iterations) * 1e-7; one Newton-Schulz step squares the
-                # error (as GivensOptimizer does), so it rarely runs.
-                R = reorthogonalize(R)
-                orth_err = orthogonality_error(R)
-        Xs = split(X @ R, M)
-        cb, codes, err, n_empty = lloyd(Xs, cb, kmeans_iter)
-        if orthogonal:
-            obj = float(err.double().sum(1).mean())
-        else:
-            rec = decode(codes, cb) @ R.T
-            obj = float(((X - rec).double() ** 2).sum(1).mean())
+        R, orth_err = _rotation_step(monitor, learner, X, R, cb, codes)
+        cb, codes, obj, n_empty = _quantize(X, R, cb, M, kmeans_iter, orthogonal)
         values = dict(objective=obj, empty_clusters=n_empty)
         if learner is not None:
             values.update(learner.info())
         values["orthogonality_error"] = orth_err
         with monitor.paused():
             if Xv is not None:
-                values["val_distortion"] = distortion(Xv, R, cb)
+                values["val_distortion"] = _quantize(Xv, R, cb, M, 0, orthogonal)[2]
         if monitor.record(RotatedPQ(R, cb), **values):
             break
-    return monitor.result(
-        RotatedPQ(R, cb), codes=codes, init_distortion=init_distortion
+    return R, cb, codes
+
+
+def fit_product_quantizer(
+    X,
+    n_subquantizers: int,
+    n_centroids: int = 256,
+    *,
+    rotation: str = "gcd_g",
+    n_rotation_steps: int = 5,
+    learning_rate: float | str = "auto",
+    step_rule: str = "gradient",
+    refine_iter: int = 10,
+    **kwargs,
+) -> SolverResult:
+    """PQ with a rotation method chosen by name, then codebook refinement.
+
+    What :class:`~embedopt.quantization.ProductQuantizer` fits: the rotation
+    step of ``rotation`` (:func:`~.rotation_learners.make_rotation_learner`),
+    :func:`rotated_pq`'s alternation, then ``refine_iter`` Lloyd iterations
+    with the rotation fixed.
+
+    Parameters
+    ----------
+    X : array-like, shape (m, n)
+        Training vectors.
+    n_subquantizers, n_centroids : int
+        M (divides n) and K (at most m).
+    rotation : str
+        A name of :data:`~.rotation_learners.ROTATIONS` (``"none"``,
+        ``"opq"``, ``"gcd_g"``...; ``"gcd-g"`` works too).
+    n_rotation_steps : int
+        Gradient steps per outer iteration (GCD, Cayley, unconstrained).
+    learning_rate : float or "auto"
+        Step size of those steps.
+    step_rule : {"gradient", "exact"}
+        GCD angle (see :class:`~.rotation_learners.GivensLearner`).
+    refine_iter : int
+        Lloyd iterations with R fixed after the alternation.
+    **kwargs
+        Options of :func:`rotated_pq`: ``rotation_init``, ``max_iter``,
+        ``kmeans_iter``, ``init_kmeans_iter``, ``init``, ``tol``,
+        ``validation``, ``random_state``, ``device``, ``dtype``, ``verbose``,
+        ``callback`` and ``name`` (default ``"fit_product_quantizer"``).
+
+    Returns
+    -------
+    SolverResult
+        As :func:`rotated_pq`, with the refined codebooks in ``x`` and
+        ``info["codes"]``, and ``info["distortion"]``, the mean squared
+        reconstruction error of the training vectors after refinement.
+    """
+    kwargs.setdefault("name", "fit_product_quantizer")
+    ctx = _solver_context(
+        kwargs["name"],
+        kwargs,
+        rotation=rotation,
+        n_rotation_steps=n_rotation_steps,
+        learning_rate=learning_rate,
+        step_rule=step_rule,
+        refine_iter=refine_iter,
     )
+    X = as_vectors(X, device=ctx.device, dtype=ctx.dtype)
+    learner = make_rotation_learner(
+        rotation,
+        n_steps=n_rotation_steps,
+        learning_rate=learning_rate,
+        step_rule=step_rule,
+        generator=ctx.random_state.torch("cpu"),
+    )
+    result = rotated_pq(
+        X,
+        n_subquantizers=n_subquantizers,
+        n_centroids=n_centroids,
+        learner=learner,
+        **kwargs,
+    )
+    R = result.x.rotation
+    orthogonal = learner is None or learner.orthogonal
+    cb, codes, distortion, _ = _quantize(
+        X, R, result.x.codebooks, int(n_subquantizers), refine_iter, orthogonal
+    )
+    info = {**result.info, "codes": codes, "distortion": distortion}
+    return replace(result, x=RotatedPQ(R, cb), info=info)
 
 
 def opq(X, n_subquantizers: int, n_centroids: int = 256, **kwargs) -> SolverResult:
@@ -373,18 +563,25 @@ def givens_descent(
     Returns
     -------
     SolverResult
+        As :func:`rotated_pq`; ``history["learning_rate"]`` is the GCD step
+        size of each outer iteration (NaN with ``step_rule="exact"``).
     """
-    _check_choice("step_rule", step_rule, ("gradient", "exact"), "givens_descent")
-    _check_positive("n_rotation_steps", n_rotation_steps, "givens_descent")
-    _check_lr(learning_rate, "givens_descent")
-    rs = resolve_random_state(kwargs.pop("random_state", None), "givens_descent")
+    ctx = _solver_context(
+        "givens_descent",
+        kwargs,
+        n_rotation_steps=n_rotation_steps,
+        learning_rate=learning_rate,
+        step_rule=step_rule,
+    )
     learner = GivensLearner(
-        selection, n_rotation_steps, learning_rate, step_rule, rs.torch("cpu")
+        selection,
+        n_rotation_steps,
+        learning_rate,
+        step_rule,
+        generator=ctx.random_state.torch("cpu"),
     )
     kwargs.setdefault("name", f"givens_descent[{learner.selection.name}]")
-    return rotated_pq(
-        X, n_subquantizers, n_centroids, learner=learner, random_state=rs, **kwargs
-    )
+    return rotated_pq(X, n_subquantizers, n_centroids, learner=learner, **kwargs)
 
 
 def cayley_descent(
@@ -412,9 +609,15 @@ def cayley_descent(
     Returns
     -------
     SolverResult
+        As :func:`rotated_pq`; ``history["learning_rate"]`` is the step size
+        on the Cayley parameter.
     """
-    _check_positive("n_rotation_steps", n_rotation_steps, "cayley_descent")
-    _check_lr(learning_rate, "cayley_descent")
+    _solver_context(
+        "cayley_descent",
+        kwargs,
+        n_rotation_steps=n_rotation_steps,
+        learning_rate=learning_rate,
+    )
     kwargs.setdefault("name", "cayley_descent")
     learner = CayleyLearner(n_rotation_steps, learning_rate)
     return rotated_pq(X, n_subquantizers, n_centroids, learner=learner, **kwargs)
@@ -447,44 +650,31 @@ def unconstrained_descent(
     Returns
     -------
     SolverResult
+        As :func:`rotated_pq`, but ``x.rotation`` is a free matrix W, and the
+        objective is measured on the reconstructions ``phi(X W) W^T``.
     """
-    _check_positive("n_rotation_steps", n_rotation_steps, "unconstrained_descent")
-    _check_lr(learning_rate, "unconstrained_descent")
-    if not (isinstance(penalty, (int, float)) and penalty >= 0):
-        raise InvalidParameterError(
-            "The 'penalty' parameter of unconstrained_descent must be a float in "
-            f"[0, inf). Got {penalty!r}."
-        )
+    _solver_context(
+        "unconstrained_descent",
+        kwargs,
+        n_rotation_steps=n_rotation_steps,
+        learning_rate=learning_rate,
+        penalty=penalty,
+    )
     kwargs.setdefault("name", "unconstrained_descent")
     learner = UnconstrainedLearner(n_rotation_steps, learning_rate, penalty)
     return rotated_pq(X, n_subquantizers, n_centroids, learner=learner, **kwargs)
 
 
-def _check_choice(param, value, options, owner) -> None:
-    if value not in options:
-        raise InvalidParameterError(
-            f"The {param!r} parameter of {owner} must be a str among "
-            f"{{{', '.join(repr(o) for o in options)}}}. Got {value!r}."
-        )
-
-
-def _check_positive(param, value, owner) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidParameterError(
-            f"The {param!r} parameter of {owner} must be an int in [1, inf). "
-            f"Got {value!r}."
-        )
-
-
-def _check_lr(value, owner) -> None:
-    ok = value == "auto" or (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
+def _solver_context(owner: str, kwargs: dict, **settings) -> FitContext:
+    # The common start of the solvers above: check their rotation settings,
+    # then resolve random_state / device / dtype once and hand them on to
+    # rotated_pq resolved (the learner and the solver share one generator).
+    validate_params(owner, settings, SOLVER_CONSTRAINTS)
+    ctx = resolve_fit_context(
+        random_state=kwargs.pop("random_state", None),
+        device=kwargs.pop("device", "auto"),
+        dtype=kwargs.pop("dtype", "float32"),
+        owner=owner,
     )
-    if not ok:
-        raise InvalidParameterError(
-            f"The 'learning_rate' parameter of {owner} must be a float in (0, inf) "
-            f"or 'auto'. Got {value!r}."
-        )
+    kwargs.update(random_state=ctx.random_state, device=ctx.device, dtype=ctx.dtype)
+    return ctx
