@@ -22,6 +22,7 @@ from .givens import (
 )
 from .gradient import GD_CONSTRAINTS, SGD_CONSTRAINTS, gradient_descent, sgd
 from .lbfgs import lbfgs
+from .minibatch import minibatch_train, random_batches
 from .momentum import MOMENTUM, NesterovRestart, NoMomentum
 from .monitor import STOPPING_RULES, IterationMonitor, IterationState, RelativeChange
 from .result import History, SolverResult
@@ -67,7 +68,9 @@ __all__ = [
     "givens_step",
     "gradient_descent",
     "lbfgs",
+    "minibatch_train",
     "probe_step",
+    "random_batches",
     "sgd",
     "stabilized_bb_step",
     "svrg",
