@@ -199,9 +199,9 @@ class SideFeatures:
         return int(self.dense.shape[1])
 
     def __repr__(self) -> str:
+        cards = list(self.cardinalities)
         return (
-            f"SideFeatures(n={self.n}, cardinalities={list(self.cardinalities)}, "
-            f"n_dense={self.n_dense})"
+            f"SideFeatures(n={self.n}, cardinalities={cards}, n_dense={self.n_dense})"
         )
 
 

@@ -24,12 +24,7 @@ __all__ = [
 
 
 def dot_scores(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Inner products of every user with every item, ``S = U V^T``.
-
-    Parameters
-    ----------
-    u : torch.Tensor, shape (b, k)
-    v : torch.Tensor, shape (c, k)
+    """Inner products ``S = U V^T`` of users ``u`` (b, k) and items ``v`` (c, k).
 
     Returns
     -------

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from .._core import InvalidParameterError
-from ..data.interactions import SideFeatures
+from ..data import SideFeatures
 
 __all__ = ["EmbeddingTower", "HybridTower", "MLPTower", "SideFeatureEncoder"]
 
@@ -66,6 +66,19 @@ def _embedding(n, dim, generator, device, dtype, std=None) -> nn.Embedding:
     return table
 
 
+class _Tower(nn.Module):
+    """What every tower has: ``n_ids``, ``n_components`` and optional unit norm."""
+
+    def __init__(self, n_ids: int, n_components: int, normalize: bool):
+        super().__init__()
+        self.n_ids = n_ids
+        self.n_components = n_components
+        self.normalize = normalize
+
+    def _output(self, out: torch.Tensor) -> torch.Tensor:
+        return nn.functional.normalize(out, dim=1) if self.normalize else out
+
+
 def _check_positive(owner: str, **values: int) -> None:
     for name, v in values.items():
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -75,7 +88,7 @@ def _check_positive(owner: str, **values: int) -> None:
             )
 
 
-class EmbeddingTower(nn.Module):
+class EmbeddingTower(_Tower):
     """One learned k-dimensional row per id: ``tower(ids) = W[ids]``.
 
     Parameters
@@ -112,14 +125,11 @@ class EmbeddingTower(nn.Module):
         std: float = 0.05,
         normalize: bool = False,
         generator: torch.Generator | None = None,
-        device=None,
+        device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ):
-        super().__init__()
         _check_positive("EmbeddingTower", n_ids=n_ids, n_components=n_components)
-        self.n_ids = n_ids
-        self.n_components = n_components
-        self.normalize = normalize
+        super().__init__(n_ids, n_components, normalize)
         self.table = _embedding(n_ids, n_components, generator, device, dtype, std)
 
     @property
@@ -128,18 +138,8 @@ class EmbeddingTower(nn.Module):
         return self.table.weight
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """Rows of ``ids``.
-
-        Parameters
-        ----------
-        ids : torch.Tensor of int64, shape (b,)
-
-        Returns
-        -------
-        torch.Tensor, shape (b, n_components)
-        """
-        out = self.table(ids)
-        return nn.functional.normalize(out, dim=1) if self.normalize else out
+        """Rows of ``ids`` (int64, shape (b,)): shape (b, n_components)."""
+        return self._output(self.table(ids))
 
 
 class SideFeatureEncoder(nn.Module):
@@ -154,9 +154,8 @@ class SideFeatureEncoder(nn.Module):
         Width of each categorical feature's embedding.
     dense_dim : int
         Width of the linear map of the dense features (absent if d = 0).
-    generator : torch.Generator, optional
-    device : torch.device or str, optional
-    dtype : torch.dtype, optional
+    generator, device, dtype
+        As for :class:`EmbeddingTower`.
 
     Attributes
     ----------
@@ -173,7 +172,7 @@ class SideFeatureEncoder(nn.Module):
         embedding_dim: int = 16,
         dense_dim: int = 16,
         generator: torch.Generator | None = None,
-        device=None,
+        device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ):
         super().__init__()
@@ -200,16 +199,7 @@ class SideFeatureEncoder(nn.Module):
         )
 
     def parts(self, ids: torch.Tensor) -> list[torch.Tensor]:
-        """The encoded features of ``ids``, one (b, width) tensor per group.
-
-        Parameters
-        ----------
-        ids : torch.Tensor of int64, shape (b,)
-
-        Returns
-        -------
-        list of torch.Tensor
-        """
+        """Encoded features of ``ids`` (int64, shape (b,)), one tensor per feature."""
         cats = self.categorical[ids]
         out = [emb(cats[:, j]) for j, emb in enumerate(self.codes)]
         if self.project is not None:
@@ -217,23 +207,14 @@ class SideFeatureEncoder(nn.Module):
         return out
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """Encoded features of ``ids``.
-
-        Parameters
-        ----------
-        ids : torch.Tensor of int64, shape (b,)
-
-        Returns
-        -------
-        torch.Tensor, shape (b, out_features)
-        """
+        """Encoded features of ``ids`` (int64, shape (b,)): shape (b, out_features)."""
         parts = self.parts(ids)
         if not parts:
             return self.dense.new_zeros((ids.shape[0], 0))
         return torch.cat(parts, 1)
 
 
-class MLPTower(nn.Module):
+class MLPTower(_Tower):
     """A two-layer MLP over the side features of the ids (and optionally their
     id embedding): ``Linear -> ReLU -> Linear`` to k dimensions.
 
@@ -251,9 +232,8 @@ class MLPTower(nn.Module):
         See :class:`SideFeatureEncoder`.
     normalize : bool
         Return unit-norm embeddings (cosine scoring).
-    generator : torch.Generator, optional
-    device : torch.device or str, optional
-    dtype : torch.dtype, optional
+    generator, device, dtype
+        As for :class:`EmbeddingTower`.
 
     Attributes
     ----------
@@ -280,10 +260,9 @@ class MLPTower(nn.Module):
         dense_dim: int = 16,
         normalize: bool = True,
         generator: torch.Generator | None = None,
-        device=None,
+        device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ):
-        super().__init__()
         owner = type(self).__name__
         _check_positive(owner, n_components=n_components, hidden=hidden)
         if features is None and id_embedding is None:
@@ -296,9 +275,8 @@ class MLPTower(nn.Module):
                     f"{owner}: the features have {features.n} rows but the id "
                     f"embedding has {id_embedding.n_ids} ids."
                 )
-        self.n_ids = features.n if features is not None else id_embedding.n_ids
-        self.n_components = n_components
-        self.normalize = normalize
+        n_ids = features.n if features is not None else id_embedding.n_ids
+        super().__init__(n_ids, n_components, normalize)
         self.id_embedding = id_embedding
         self.encoder = None
         width = id_embedding.n_components if id_embedding is not None else 0
@@ -321,21 +299,11 @@ class MLPTower(nn.Module):
         )
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """Embeddings of ``ids``.
-
-        Parameters
-        ----------
-        ids : torch.Tensor of int64, shape (b,)
-
-        Returns
-        -------
-        torch.Tensor, shape (b, n_components)
-        """
+        """Embeddings of ``ids`` (int64, shape (b,)): shape (b, n_components)."""
         parts = [self.id_embedding(ids)] if self.id_embedding is not None else []
         if self.encoder is not None:
             parts += self.encoder.parts(ids)
-        out = self.mlp(torch.cat(parts, 1))
-        return nn.functional.normalize(out, dim=1) if self.normalize else out
+        return self._output(self.mlp(torch.cat(parts, 1)))
 
 
 class HybridTower(MLPTower):
@@ -361,11 +329,9 @@ class HybridTower(MLPTower):
     embedding_dim, dense_dim : int
         See :class:`SideFeatureEncoder`.
     normalize : bool
-    generator : torch.Generator, optional
-        Initialization draws, in this order: id table, categorical
-        embeddings, dense map, MLP.
-    device : torch.device or str, optional
-    dtype : torch.dtype, optional
+    generator, device, dtype
+        As for :class:`EmbeddingTower`; the draws go to the id table, the
+        categorical embeddings, the dense map and the MLP, in this order.
 
     Examples
     --------
@@ -389,7 +355,7 @@ class HybridTower(MLPTower):
         dense_dim: int = 16,
         normalize: bool = True,
         generator: torch.Generator | None = None,
-        device=None,
+        device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ):
         ids = EmbeddingTower(
