@@ -348,14 +348,11 @@ def train_two_tower_index(
     user_features, item_features : SideFeatures or dict, optional
         :func:`~embedopt.data.as_side_features`; the user tower reads the
         categorical user features only.
-    n_components, hidden, n_subquantizers, n_centroids : int
+    n_components, hidden, n_subquantizers, n_centroids, batch_size : int
     rotation, loss : str
-    margin, temperature : float
-    batch_size : int
+    margin, temperature, distortion_weight : float
     learning_rate, rotation_learning_rate : float
-    warmup_steps, max_iter : int
-    distortion_weight : float
-    warm_start_samples, warm_start_iter, log_every : int
+    warmup_steps, max_iter, warm_start_samples, warm_start_iter, log_every : int
     warm_state : dict, optional
         ``info["warm_state"]`` of an earlier run on the same data with the
         same tower settings: its towers after warm-up and its OPQ warm start
