@@ -15,6 +15,9 @@ data
     Containers, splits, synthetic generators and dataset loaders.
 linalg
     Sparse patterns, structured operators, singular value thresholding.
+nn
+    Towers (id embeddings, MLPs over side features), pair scores and
+    retrieval losses shared by the two-tower models.
 optim
     Solver results, progress, stopping rules, momentum, L-BFGS, step-size
     rules, SVRG / SGD / gradient descent for finite sums.

@@ -10,6 +10,12 @@ from .comparisons import (
 )
 from .entries import ObservedEntries, as_observed_entries
 from .images import load_test_image
+from .interactions import (
+    Interactions,
+    SideFeatures,
+    as_interactions,
+    as_side_features,
+)
 from .movielens import MovieLensRatings, load_movielens
 from .movielens_features import (
     GENRES_1M,
@@ -55,6 +61,7 @@ __all__ = [
     "ComparisonWarning",
     "Comparisons",
     "DistanceData",
+    "Interactions",
     "LabelledData",
     "LowRankProblem",
     "LowRankTensorProblem",
@@ -63,9 +70,12 @@ __all__ = [
     "MusicTriplets",
     "ObservedEntries",
     "PlantedEmbedding",
+    "SideFeatures",
     "as_comparisons",
+    "as_interactions",
     "as_observed_entries",
     "as_quadruplets",
+    "as_side_features",
     "flip_comparisons",
     "get_data_home",
     "kfold_entries",

@@ -32,6 +32,7 @@ from .givens import (
 from .gradient import GD_CONSTRAINTS, SGD_CONSTRAINTS, gradient_descent, sgd
 from .lbfgs import LBFGS_CONSTRAINTS, lbfgs
 from .line_search import LineSearchResult, armijo_backtracking
+from .minibatch import minibatch_train, random_batches
 from .momentum import MOMENTUM, NesterovRestart, NoMomentum
 from .monitor import STOPPING_RULES, IterationMonitor, IterationState, RelativeChange
 from .newton import NEWTON_CG_CONSTRAINTS, newton_cg
@@ -100,8 +101,10 @@ __all__ = [
     "givens_step",
     "gradient_descent",
     "lbfgs",
+    "minibatch_train",
     "newton_cg",
     "probe_step",
+    "random_batches",
     "sgd",
     "stabilized_bb_step",
     "svrg",

@@ -114,6 +114,11 @@ class IterationMonitor:
         Who owns ``max_iter``/``tol`` (named in the ConvergenceWarning).
     nonfinite_hint : str
         Likely cause named when the objective becomes NaN or infinite.
+    budget : bool
+        Fixed-budget mode: run exactly ``max_iter`` iterations (unless the
+        callback stops), never stop on the tolerance and never warn at
+        ``max_iter``, which is then the plan rather than a failure to converge
+        (minibatch training for a set number of steps).
 
     Examples
     --------
@@ -135,6 +140,7 @@ class IterationMonitor:
         callback: Callable[[IterationState], bool | None] | None = None,
         owner: str | None = None,
         nonfinite_hint: str = "the step size may be too large or the data badly scaled",
+        budget: bool = False,
     ):
         self.solver = solver
         self.max_iter = int(max_iter)
@@ -144,6 +150,7 @@ class IterationMonitor:
         self.callback = callback
         self.owner = owner or solver
         self.nonfinite_hint = nonfinite_hint
+        self.budget = bool(budget)
         self.history = History()
         self.iteration = 0
         self.stop_reason: str | None = None
@@ -261,7 +268,7 @@ class IterationMonitor:
             self._logger.info(
                 "%s iter %d (%.3fs): %s", self.solver, self.iteration, elapsed, shown
             )
-        if allow_stop and self.stopping(self.history):
+        if allow_stop and not self.budget and self.stopping(self.history):
             self.stop_reason = "tol"
         if self.callback is not None:
             state = IterationState(
@@ -272,13 +279,14 @@ class IterationMonitor:
                     self.stop_reason = self.stop_reason or "callback"
         if self.stop_reason is None and self.iteration >= self.max_iter:
             self.stop_reason = "max_iter"
-            warnings.warn(
-                f"{self.solver} did not converge within max_iter={self.max_iter} "
-                f"iterations (tol={self.tol:g}). Increase 'max_iter' or 'tol' of "
-                f"{self.owner}.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+            if not self.budget:
+                warnings.warn(
+                    f"{self.solver} did not converge within max_iter={self.max_iter} "
+                    f"iterations (tol={self.tol:g}). Increase 'max_iter' or 'tol' of "
+                    f"{self.owner}.",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
         return self.stop_reason is not None
 
     def result(self, x: Any, **info: Any) -> SolverResult:

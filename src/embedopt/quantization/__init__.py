@@ -34,10 +34,18 @@ from .solvers import (
     rotated_pq,
     unconstrained_descent,
 )
-from .two_tower import TWO_TOWER_ROTATIONS, TwoTowerNet, TwoTowerRetrieval, train_towers
+from .two_tower import (
+    LAYER_ROTATION_OPTIMIZERS,
+    TWO_TOWER_ROTATIONS,
+    TwoTowerNet,
+    train_towers,
+    train_two_tower_index,
+)
+from .two_tower_estimator import TwoTowerRetrieval
 
 __all__ = [
     "KMEANS_INITS",
+    "LAYER_ROTATION_OPTIMIZERS",
     "ROTATIONS",
     "ROTATION_INITS",
     "ROTATION_LEARNERS",
@@ -71,5 +79,6 @@ __all__ = [
     "rotated_pq",
     "to_faiss",
     "train_towers",
+    "train_two_tower_index",
     "unconstrained_descent",
 ]
