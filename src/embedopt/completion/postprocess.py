@@ -14,8 +14,11 @@ derivatives on Omega) costs one sparse product, O(|Omega| k).
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
+from .._core import ConvergenceWarning, NumericalInstabilityError
 from ..optim import lbfgs
 from .losses import SquareLoss
 from .problem import CompletionProblem
@@ -131,7 +134,17 @@ def _refit_lbfgs(problem: CompletionProblem, factors: list, max_iter, tol):
         return loss.total(x, y), torch.cat(grads)
 
     theta0 = torch.cat([f[1] for f in factors])
-    theta = lbfgs(fun, theta0.clone(), max_iter=max_iter, tol=tol).x
+    # A best-effort refit: a partial one is kept only if it lowers the loss
+    # (checked below), so running out of iterations or into non-finite
+    # values is not the user's concern.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        try:
+            theta = lbfgs(
+                fun, theta0.clone(), max_iter=max_iter, tol=tol, owner="postprocess"
+            ).x
+        except NumericalInstabilityError:
+            return factors
     if not bool(torch.isfinite(theta).all()):
         return factors
     refit = split(theta)

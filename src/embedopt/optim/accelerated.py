@@ -31,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 
 from .._core import Registry
+from ..linalg.points import axpy, norm
 from .momentum import MOMENTUM
 from .monitor import IterationMonitor
 from .result import SolverResult
@@ -253,14 +254,6 @@ def accelerated_proximal_gradient(
 
 
 # -- a generic composite problem over tensors or tuples of tensors ----------------
-def _as_tuple(x) -> tuple:
-    return x if isinstance(x, tuple) else (x,)
-
-
-def _like(x, parts: tuple):
-    return parts if isinstance(x, tuple) else parts[0]
-
-
 class CompositeProblem:
     """``f(x) + w r(x)`` over a tensor or a tuple of tensors, fixed step ``mu``.
 
@@ -310,15 +303,11 @@ class CompositeProblem:
 
     def step(self, x, x_prev, theta: float, weight: float):
         """One proximal-gradient step from the extrapolated point."""
-        xs, ps = _as_tuple(x), _as_tuple(x_prev)
-        y = _like(x, tuple(a + theta * (a - b) for a, b in zip(xs, ps, strict=True)))
+        y = axpy(theta, axpy(-1.0, x_prev, x), x)  # x + theta (x - x_prev)
         _, g = self.fun(y)
-        gs = _as_tuple(g)
-        self._last_grad_norm = float(
-            sum(float(gi.double().pow(2).sum()) for gi in gs) ** 0.5
-        )
+        self._last_grad_norm = norm(g)
         mu = self.step_size
-        v = _like(x, tuple(a - mu * gi for a, gi in zip(_as_tuple(y), gs, strict=True)))
+        v = axpy(-mu, g, y)
         return v if self.prox is None else self.prox(v, mu * weight)
 
     def describe(self, x, weight: float) -> dict:
