@@ -349,7 +349,7 @@ CASES.append(
                 "n_centroids": 4,
                 "batch_size": 16,
                 "warmup_steps": 5,
-                "max_iter": 6,
+                "n_steps": 6,
                 "warm_start_samples": 32,
                 "warm_start_iter": 2,
                 "log_every": 3,
@@ -374,7 +374,7 @@ CASES.append(
                 tt_module,
                 "train_towers",
                 {
-                    "max_iter": (4, "n_steps"),
+                    "n_steps": (4, "n_steps"),
                     "batch_size": (8, "batch_size"),
                     "loss": ("softmax", "loss"),
                     "margin": (0.3, "margin"),
@@ -392,7 +392,7 @@ CASES.append(
             {"batch_size": 1},
             {"temperature": 0.0},
             {"learning_rate": -1.0},
-            {"max_iter": 0},
+            {"n_steps": 0},
             {"device": "tpu"},
         ],
         bad_inputs=[

@@ -43,3 +43,11 @@ def test_ordinal_decay_is_now_learning_rate_decay():
         old = sgd(prob.train, 2, decay=0.5, **kw)
     new = sgd(prob.train, 2, learning_rate_decay=0.5, **kw)
     np.testing.assert_array_equal(old.x.numpy(), new.x.numpy())
+
+
+def test_two_tower_max_iter_is_now_n_steps():
+    from embedopt.quantization import TwoTowerRetrieval
+
+    with pytest.warns(FutureWarning, match="renamed 'n_steps'"):
+        est = TwoTowerRetrieval(max_iter=10)
+    assert est.n_steps == 10 and "max_iter" not in est.get_params()

@@ -101,7 +101,7 @@ def _model(**kw):
         n_centroids=4,
         batch_size=32,
         warmup_steps=30,
-        max_iter=20,
+        n_steps=20,
         warm_start_samples=64,
         warm_start_iter=2,
         log_every=10,

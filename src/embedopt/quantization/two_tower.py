@@ -9,7 +9,7 @@ with a :class:`~.layers.ProductQuantizationLayer` (Figure 1).
 2. warm start of the codebooks and the rotation by OPQ
    (:func:`~.solvers.opq`, ``warm_start_iter`` iterations) on the item
    embeddings of ``warm_start_samples`` training pairs;
-3. ``max_iter`` steps with the indexing layer: retrieval loss on
+3. ``n_steps`` steps with the indexing layer: retrieval loss on
    ``T(item)`` plus ``distortion_weight`` times the distortion of eq. (1).
    The rotation is kept fixed (the baseline), trained through the Cayley
    transform, or trained by Givens coordinate descent (GCD-R/G/S).
@@ -274,7 +274,7 @@ TWO_TOWER_CONSTRAINTS = {
     "learning_rate": [Interval(float, 0, None, closed="neither")],
     "rotation_learning_rate": [Interval(float, 0, None)],
     "warmup_steps": [Interval(int, 0, None)],
-    "max_iter": [Interval(int, 1, None)],
+    "n_steps": [Interval(int, 1, None)],
     "distortion_weight": [Interval(float, 0, None)],
     "warm_start_samples": [Interval(int, 1, None)],
     "warm_start_iter": [Interval(int, 1, None)],
@@ -323,7 +323,7 @@ def train_two_tower_index(
     learning_rate: float = 3e-3,
     rotation_learning_rate: float = 1.0,
     warmup_steps: int = 2000,
-    max_iter: int = 2000,
+    n_steps: int = 2000,
     distortion_weight: float = 1.0,
     warm_start_samples: int = 8192,
     warm_start_iter: int = 200,
@@ -338,7 +338,7 @@ def train_two_tower_index(
     """Train a two-tower model and its PQ index by the protocol of Sec. 3.2.
 
     Phases: warm-up of the towers, OPQ warm start of the index (both skipped
-    when ``warm_state`` is given), then ``max_iter`` steps with the index.
+    when ``warm_state`` is given), then ``n_steps`` steps with the index.
     The parameters are those of :class:`TwoTowerRetrieval`.
 
     Parameters
@@ -352,7 +352,7 @@ def train_two_tower_index(
     rotation, loss : str
     margin, temperature, distortion_weight : float
     learning_rate, rotation_learning_rate : float
-    warmup_steps, max_iter, warm_start_samples, warm_start_iter, log_every : int
+    warmup_steps, n_steps, warm_start_samples, warm_start_iter, log_every : int
     warm_state : dict, optional
         ``info["warm_state"]`` of an earlier run on the same data with the
         same tower settings: its towers after warm-up and its OPQ warm start
@@ -393,7 +393,7 @@ def train_two_tower_index(
         learning_rate=learning_rate,
         rotation_learning_rate=rotation_learning_rate,
         warmup_steps=warmup_steps,
-        max_iter=max_iter,
+        n_steps=n_steps,
         distortion_weight=distortion_weight,
         warm_start_samples=warm_start_samples,
         warm_start_iter=warm_start_iter,
@@ -531,7 +531,7 @@ def _index_phase(net, users, items, state, method, generators, settings, train_k
         net,
         users,
         items,
-        n_steps=settings["max_iter"],
+        n_steps=settings["n_steps"],
         use_index=True,
         optimizer=opt,
         rotation_optimizer=rot_opt,

@@ -18,6 +18,7 @@ from .._core import (
     DataValidationError,
     Interval,
     check_is_fitted,
+    renamed_parameters,
     resolve_fit_context,
     to_numpy,
     validate_params,
@@ -57,8 +58,10 @@ class TwoTowerRetrieval(BaseEstimator):
         step of GCD, see :class:`~.rotation_learners.CayleyLearner`).
     warmup_steps : int
         Steps before the indexing layer is switched on.
-    max_iter : int
-        Steps with the indexing layer.
+    n_steps : int
+        Steps with the indexing layer (a fixed budget; renamed from
+        ``max_iter``, which means outer iterations stopped by ``tol``
+        elsewhere, see ``docs/vocabulary.md``).
     distortion_weight : float
         Weight of the distortion term of eq. (1).
     warm_start_samples : int
@@ -100,6 +103,7 @@ class TwoTowerRetrieval(BaseEstimator):
         "dtype": ["dtype"],
     }
 
+    @renamed_parameters(max_iter="n_steps")
     def __init__(
         self,
         n_components=64,
@@ -115,7 +119,7 @@ class TwoTowerRetrieval(BaseEstimator):
         learning_rate=3e-3,
         rotation_learning_rate=1.0,
         warmup_steps=2000,
-        max_iter=2000,
+        n_steps=2000,
         distortion_weight=1.0,
         warm_start_samples=8192,
         warm_start_iter=200,
@@ -138,7 +142,7 @@ class TwoTowerRetrieval(BaseEstimator):
         self.learning_rate = learning_rate
         self.rotation_learning_rate = rotation_learning_rate
         self.warmup_steps = warmup_steps
-        self.max_iter = max_iter
+        self.n_steps = n_steps
         self.distortion_weight = distortion_weight
         self.warm_start_samples = warm_start_samples
         self.warm_start_iter = warm_start_iter
@@ -211,7 +215,7 @@ class TwoTowerRetrieval(BaseEstimator):
             learning_rate=self.learning_rate,
             rotation_learning_rate=self.rotation_learning_rate,
             warmup_steps=self.warmup_steps,
-            max_iter=self.max_iter,
+            n_steps=self.n_steps,
             distortion_weight=self.distortion_weight,
             warm_start_samples=self.warm_start_samples,
             warm_start_iter=self.warm_start_iter,
