@@ -81,3 +81,12 @@ def test_fit_path_auto_selects_on_validation_and_refits(data):
     assert "val_rmse" not in fit.result.history
     with pytest.raises(InvalidParameterError, match="'lam' parameter of fit_path"):
         fit_path(prob, lam=-1.0)
+
+
+def test_exact_svd_baselines_refuse_power_method_options(data):
+    from embedopt.completion import apg
+
+    tr, _ = data
+    for solver in (soft_impute, apg):
+        with pytest.raises(InvalidParameterError, match="no 'power_iters' parameter"):
+            solver(tr, 2.0, power_iters=2)

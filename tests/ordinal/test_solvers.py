@@ -244,3 +244,26 @@ def test_solver_parameters_are_checked_before_the_data(solver, bad):
     bad_data = np.array([[0, 1, 99]])
     with pytest.raises(InvalidParameterError, match=next(iter(bad))):
         solver(bad_data, 2, n_objects=3, **bad)
+
+
+def test_svrg_is_svrg_sbb_with_a_fixed_step():
+    from embedopt._core import InvalidParameterError
+    from embedopt.data import make_planted_embedding
+    from embedopt.ordinal import svrg, svrg_sbb
+
+    prob = make_planted_embedding(15, 2, n_train=300, n_test=5, random_state=0)
+    kw = dict(max_iter=3, random_state=0, dtype="float64", learning_rate=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = svrg(prob.train, 2, **kw)
+        b = svrg_sbb(
+            prob.train,
+            2,
+            step_size="constant",
+            epsilon=0.0,
+            relative_epsilon=False,
+            **kw,
+        )
+    np.testing.assert_array_equal(a.x.numpy(), b.x.numpy())
+    with pytest.raises(InvalidParameterError, match="no 'epsilon' parameter"):
+        svrg(prob.train, 2, epsilon=0.1)

@@ -599,13 +599,37 @@ _COMMON_CONSTRAINTS = {
 
 
 def _run(
-    owner, X, lam, *, svt, momentum, loss, validation, shape, device, dtype, **kw
+    solver,
+    X,
+    lam,
+    *,
+    loss="square",
+    validation=None,
+    shape=None,
+    device="auto",
+    dtype=None,
+    **options,
 ) -> SolverResult:
-    validate_params(owner, dict(lam=lam, momentum=momentum, **kw), _COMMON_CONSTRAINTS)
+    """Validate, build the problem, run the named solver's loop configuration."""
+    validate_params(solver, dict(lam=lam, **options), _COMMON_CONSTRAINTS)
     problem = _as_problem(
         X, loss=loss, validation=validation, shape=shape, device=device, dtype=dtype
     )
-    return proximal_completion(problem, float(lam), svt=svt, momentum=momentum, **kw)
+    return proximal_completion(problem, float(lam), **method_options(solver), **options)
+
+
+#: Options of the power method, which the exact-SVD baselines do not take.
+_POWER_METHOD_OPTIONS = ("exact_svt", "power_iters", "adaptive_rank")
+
+
+def _baseline(solver: str, X, lam, options: dict) -> SolverResult:
+    for key in _POWER_METHOD_OPTIONS:
+        if key in options:
+            raise InvalidParameterError(
+                f"{solver} has no '{key}' parameter: it computes exact SVDs "
+                "(the power-method options belong to ais_impute)."
+            )
+    return _run(solver, X, lam, **options)
 
 
 @renamed_parameters(decay="lam_decay")
@@ -706,11 +730,9 @@ def ais_impute(
     >>> U, s, V = res.x
     """
     return _run(
-        "ais_impute",
+        "ais_impute_exact" if exact_svt else "ais_impute",
         X,
         lam,
-        svt="exact" if exact_svt else "approx",
-        momentum="nesterov_restart",
         loss=loss,
         validation=validation,
         shape=shape,
@@ -728,31 +750,11 @@ def ais_impute(
         random_state=random_state,
         verbose=verbose,
         callback=callback,
-        name="AIS-Impute (exact)" if exact_svt else "AIS-Impute",
     )
 
 
 @renamed_parameters(decay="lam_decay")
-def soft_impute(
-    X,
-    lam: float,
-    *,
-    loss="square",
-    validation=None,
-    shape=None,
-    max_iter: int = 500,
-    tol: float = 1e-4,
-    lam_decay: float = 0.85,
-    lam_start: float | None = None,
-    max_rank: int | None = None,
-    init=None,
-    mode_weights=None,
-    random_state=None,
-    device="auto",
-    dtype=None,
-    verbose: int = 0,
-    callback=None,
-) -> SolverResult:
+def soft_impute(X, lam: float, **options) -> SolverResult:
     """Soft-Impute (Mazumder, Hastie & Tibshirani), the unaccelerated baseline.
 
     ``X_{t+1} = SVT_lambda(P_Omega(O - X_t) + X_t)`` (generalized to any smooth
@@ -760,58 +762,23 @@ def soft_impute(
     sparse-plus-low-rank matrix, and the same continuation as
     :func:`ais_impute`. Converges as O(1/T).
 
-    Parameters are those of :func:`ais_impute` (no power method).
+    Parameters
+    ----------
+    X, lam
+        See :func:`ais_impute`.
+    **options
+        The keyword options of :func:`ais_impute` except those of the power
+        method (``exact_svt``, ``power_iters``, ``adaptive_rank``).
 
     Returns
     -------
     SolverResult
     """
-    return _run(
-        "soft_impute",
-        X,
-        lam,
-        svt="exact",
-        momentum="none",
-        loss=loss,
-        validation=validation,
-        shape=shape,
-        device=device,
-        dtype=dtype,
-        max_iter=max_iter,
-        tol=tol,
-        lam_decay=lam_decay,
-        lam_start=lam_start,
-        max_rank=max_rank,
-        init=init,
-        mode_weights=mode_weights,
-        random_state=random_state,
-        verbose=verbose,
-        callback=callback,
-        name="Soft-Impute",
-    )
+    return _baseline("soft_impute", X, lam, options)
 
 
 @renamed_parameters(decay="lam_decay")
-def apg(
-    X,
-    lam: float,
-    *,
-    loss="square",
-    validation=None,
-    shape=None,
-    max_iter: int = 500,
-    tol: float = 1e-4,
-    lam_decay: float = 0.85,
-    lam_start: float | None = None,
-    max_rank: int | None = None,
-    init=None,
-    mode_weights=None,
-    random_state=None,
-    device="auto",
-    dtype=None,
-    verbose: int = 0,
-    callback=None,
-) -> SolverResult:
+def apg(X, lam: float, **options) -> SolverResult:
     """Accelerated proximal gradient without the sparse-plus-low-rank structure.
 
     The APG baseline of Yao & Kwok (Toh & Yun's method): the same accelerated
@@ -819,35 +786,18 @@ def apg(
     and its SVT computed by an exact partial SVD. Costs O(mn) memory and time
     per iteration: for comparison on small matrices only.
 
-    Parameters are those of :func:`soft_impute`.
+    Parameters
+    ----------
+    X, lam
+        See :func:`ais_impute`.
+    **options
+        As in :func:`soft_impute`.
 
     Returns
     -------
     SolverResult
     """
-    return _run(
-        "apg",
-        X,
-        lam,
-        svt="dense",
-        momentum="nesterov_restart",
-        loss=loss,
-        validation=validation,
-        shape=shape,
-        device=device,
-        dtype=dtype,
-        max_iter=max_iter,
-        tol=tol,
-        lam_decay=lam_decay,
-        lam_start=lam_start,
-        max_rank=max_rank,
-        init=init,
-        mode_weights=mode_weights,
-        random_state=random_state,
-        verbose=verbose,
-        callback=callback,
-        name="APG",
-    )
+    return _baseline("apg", X, lam, options)
 
 
 def ais_impute_exact(X, lam: float, **options) -> SolverResult:

@@ -24,7 +24,13 @@ number of objects (lazy full-gradient term, see :mod:`embedopt.optim.svrg`).
 
 from __future__ import annotations
 
-from .._core import Interval, Registry, renamed_parameters, validate_params
+from .._core import (
+    Interval,
+    InvalidParameterError,
+    Registry,
+    renamed_parameters,
+    validate_params,
+)
 from ..optim import (
     GD_CONSTRAINTS,
     SGD_CONSTRAINTS,
@@ -66,6 +72,10 @@ _SGD_OWN = {
     "learning_rate_decay": [Interval(float, 0, None)],
     "update_frequency": [Interval(int, 1, None), None],
 }
+
+
+#: Solver names of svrg_sbb's step rules (progress, warnings).
+_SVRG_NAMES = {"sbb": "SVRG-SBB", "bb": "SVRG-BB", "constant": "SVRG"}
 
 
 def _epoch_samples(n: int, update_frequency: int | None) -> int:
@@ -127,6 +137,7 @@ def svrg_sbb(
     tol: float = 1e-4,
     output: str = "last",
     module_epochs: int | None = None,
+    step_size: str = "sbb",
     lazy: bool = True,
     init=None,
     init_scale: float = DEFAULT_INIT_SCALE,
@@ -180,6 +191,10 @@ def svrg_sbb(
     module_epochs : int, optional
         Run Algorithm 2 with modules of this many epochs (see
         :func:`svrg_sbb_pl`); None runs Algorithm 1.
+    step_size : {"sbb", "bb", "constant"}
+        Step rule of the epochs: stabilized Barzilai-Borwein (Algorithm 1),
+        plain Barzilai-Borwein, or the fixed ``learning_rate`` of the SVRG
+        baseline (:func:`svrg`).
     lazy : bool
         O(b p) inner steps; False runs the dense O(n p) update (for testing).
     init : array-like, shape (n_objects, n_components), optional
@@ -223,10 +238,10 @@ def svrg_sbb(
     return _run_svrg(
         comparisons,
         n_components,
-        "SVRG-SBB",
+        _SVRG_NAMES.get(step_size, "SVRG"),
         data,
         run,
-        step_size="sbb",
+        step_size=step_size,
         epsilon=epsilon,
     )
 
@@ -271,62 +286,39 @@ def svrg_sbb_pl(
     )
 
 
-def svrg(
-    comparisons,
-    n_components: int = 2,
-    *,
-    loss="ste",
-    learning_rate="auto",
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    update_frequency: int | None = None,
-    max_iter: int = 100,
-    tol: float = 1e-4,
-    output: str = "last",
-    lazy: bool = True,
-    init=None,
-    init_scale: float = DEFAULT_INIT_SCALE,
-    n_objects: int | None = None,
-    validation=None,
-    random_state=None,
-    device="auto",
-    dtype="float32",
-    verbose: int = 0,
-    callback=None,
-) -> SolverResult:
+def svrg(comparisons, n_components: int = 2, **options) -> SolverResult:
     """Ordinal embedding by SVRG with a fixed step (the paper's "SVRG" baseline).
+
+    :func:`svrg_sbb` with ``step_size="constant"``: inner steps move
+    ``b / m`` of the fixed ``learning_rate`` (full-gradient units;
+    ``"auto"`` measures the curvature at the start once).
 
     Parameters
     ----------
     comparisons : Comparisons or array-like of int, shape (m, 3) or (m, 4)
     n_components : int
-    loss : {"ste", "tste", "gnmds", "ckl", "soe"} or OrdinalLoss
-    learning_rate : float or "auto"
-        The fixed step (full-gradient units; inner steps move ``b / m`` of
-        it); ``"auto"`` measures the curvature at the start once.
-    batch_size, update_frequency, max_iter, tol, output, lazy, init,
-    init_scale, n_objects, validation, random_state, device, dtype,
-    verbose, callback
-        As in :func:`svrg_sbb`.
+    **options
+        The keyword options of :func:`svrg_sbb` except the step rule's
+        (``step_size``, ``epsilon``, ``relative_epsilon``, ``module_epochs``).
 
     Returns
     -------
     SolverResult
     """
-    run = {
-        "batch_size": batch_size,
-        "update_frequency": update_frequency,
-        "learning_rate": learning_rate,
-        "max_iter": max_iter,
-        "tol": tol,
-        "output": output,
-        "lazy": lazy,
-        "verbose": verbose,
-        "callback": callback,
-    }
-    data = _data(
-        loss, n_objects, init, init_scale, validation, random_state, device, dtype
+    for key in ("step_size", "epsilon", "relative_epsilon", "module_epochs"):
+        if key in options:
+            raise InvalidParameterError(
+                f"svrg has no '{key}' parameter: its step is fixed (use svrg_sbb "
+                "for Barzilai-Borwein steps)."
+            )
+    return svrg_sbb(
+        comparisons,
+        n_components,
+        step_size="constant",
+        epsilon=0.0,
+        relative_epsilon=False,
+        **options,
     )
-    return _run_svrg(comparisons, n_components, "SVRG", data, run, step_size="constant")
 
 
 @renamed_parameters(decay="learning_rate_decay")
