@@ -189,17 +189,9 @@ def irnn(
     loss="square",
     validation=None,
     shape=None,
-    max_iter: int = 500,
-    tol: float = 1e-4,
-    lam_decay: float = 0.85,
-    power_iters: int = 3,
-    max_rank: int | None = None,
-    init=None,
-    random_state=None,
     device="auto",
     dtype=None,
-    verbose: int = 0,
-    callback=None,
+    **options,
 ) -> SolverResult:
     """Iteratively reweighted nuclear norm (IRNN, Lu et al.): the nonconvex baseline.
 
@@ -209,17 +201,22 @@ def irnn(
     as published (no acceleration, exact SVT); other solvers give accelerated /
     approximate variants.
 
-    Parameters are those of :func:`dc_completion` (``max_iter``, ``tol`` apply
-    to the single loop).
+    Parameters
+    ----------
+    X, lam, regularizer, rank, theta, solver, loss, validation, shape, device,
+    dtype
+        As in :func:`dc_completion`.
+    **options
+        ``max_iter``, ``tol`` (of the single loop), ``lam_decay``,
+        ``power_iters``, ``max_rank``, ``init``, ``random_state``, ``verbose``,
+        ``callback`` of :func:`proximal_completion`.
 
     Returns
     -------
     SolverResult
         History: objective ``f + lambda r(X)`` per iteration, rank, ...
     """
-    validate_params(
-        "irnn", dict(lam=lam, solver=solver, max_iter=max_iter, tol=tol), _CONSTRAINTS
-    )
+    validate_params("irnn", dict(lam=lam, solver=solver, **options), _CONSTRAINTS)
     problem = _as_problem(
         X, loss=loss, validation=validation, shape=shape, device=device, dtype=dtype
     )
@@ -227,20 +224,7 @@ def irnn(
     method = method_options(solver)
     del method["name"]
     return proximal_completion(
-        problem,
-        lam,
-        **method,
-        max_iter=max_iter,
-        tol=tol,
-        lam_decay=lam_decay,
-        power_iters=power_iters,
-        max_rank=max_rank,
-        init=init,
-        regularizer=reg,
-        random_state=random_state,
-        verbose=verbose,
-        callback=callback,
-        name=f"IRNN[{reg.name}]",
+        problem, lam, **method, regularizer=reg, name=f"IRNN[{reg.name}]", **options
     )
 
 

@@ -154,19 +154,6 @@ def label_precision_at_k(
 def label_recall_at_k(
     query, query_labels, database=None, database_labels=None, *, k=60
 ):
-    """Recall@K of retrieval by label (see :func:`retrieval_scores`).
-
-    Parameters
-    ----------
-    query : array-like, shape (n, p)
-    query_labels : array-like, shape (n,)
-    database : array-like, shape (N, p), optional
-    database_labels : array-like, shape (N,), optional
-    k : int
-
-    Returns
-    -------
-    float
-    """
+    """Recall@K of retrieval by label; arguments as in :func:`label_precision_at_k`."""
     res = retrieval_scores(query, query_labels, database, database_labels, k=k)
     return res["recall"][int(k)]

@@ -37,16 +37,7 @@ def rmse(y_true, y_pred) -> float:
 
 
 def mae(y_true, y_pred) -> float:
-    """Mean absolute error.
-
-    Parameters
-    ----------
-    y_true, y_pred : array-like or tensor, shape (n,)
-
-    Returns
-    -------
-    float
-    """
+    """Mean absolute error ``mean(|y_true - y_pred|)``; arguments as in :func:`rmse`."""
     a, b = _pair(y_true, y_pred)
     return float(np.mean(np.abs(a - b)))
 
