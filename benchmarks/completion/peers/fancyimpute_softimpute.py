@@ -1,7 +1,7 @@
 """Run fancyimpute's SoftImpute on one problem; print a JSON line.
 
-Executed by ``completion_peers.py`` with the peer's own interpreter (fancyimpute
-needs scikit-learn < 1.8; see requirements-completion-peers.txt). Input: an
+Executed by ``fancyimpute_peer.py`` with the peer's own interpreter (fancyimpute
+needs scikit-learn < 1.8; see requirements-peers.txt). Input: an
 .npz with rows, cols, vals, shape, lam, truth factors U, V, and options.
 """
 

@@ -7,17 +7,23 @@ method, cblearn in the same run. Eurodist: a 2-d embedding of 21 cities from
 Procrustes-aligned against classical MDS of the distances and plotted with
 the city names.
 
-    python benchmarks/ordinal_music.py --quick
-    python benchmarks/ordinal_music.py
+    python benchmarks/ordinal/music.py --quick
+    python benchmarks/ordinal/music.py
 
 Writes benchmarks/results/ordinal_music.{json,md,png} and ordinal_eurodist.png.
 Needs $EMBEDOPT_DATA (music-aset400-triplets/, eurodist/).
 """
 
-# ruff: noqa: I001  (_ordinal_common must be imported before numpy/torch)
+# ruff: noqa: I001  (_common must be imported before numpy/torch)
 from __future__ import annotations
 
-import _ordinal_common as C  # first: it sets single-threading
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+
+import _common as C  # first: it sets single-threading
+import _shared
 
 import argparse
 import time
@@ -136,10 +142,7 @@ def eurodist(seed: int = 0):
 
 
 def plot_eurodist(embeddings, names, mds, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _shared.figure()
 
     others = [k for k in embeddings if not k.startswith("classical")]
     fig, axes = plt.subplots(1, len(others), figsize=(6 * len(others), 5.5))
@@ -159,10 +162,7 @@ def plot_eurodist(embeddings, names, mds, path):
 
 
 def plot_music(curves, losses, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _shared.figure()
 
     fig, axes = plt.subplots(1, len(losses), figsize=(4.5 * len(losses), 3.6))
     axes = np.atleast_1d(axes)
@@ -241,7 +241,7 @@ def main(argv=None):
     payload = {
         "experiment": "Ma et al. Sec. 5.3 (music artists) and Sec. 5.2 (eurodist)",
         "config": {"trials": trials, "epochs": epochs, "losses": losses, "p": 9},
-        "versions": C.versions(),
+        "versions": _shared.environment("cblearn"),
         "music": {f"{lo}|{label}": r for (lo, label), r in rows.items()},
         "music_curves": {f"{lo}|{label}": c for (lo, label), c in curves.items()},
         "eurodist": euro,
@@ -249,9 +249,9 @@ def main(argv=None):
         "eurodist_names": names,
         "wall_seconds": time.perf_counter() - t0,
     }
-    path = C.save("ordinal_music", payload, md)
-    plot_music(curves, losses, C.RESULTS / "ordinal_music.png")
-    plot_eurodist(embeddings, names, mds, C.RESULTS / "ordinal_eurodist.png")
+    path, _ = _shared.write_outputs("ordinal_music", payload, md)
+    plot_music(curves, losses, _shared.RESULTS / "ordinal_music.png")
+    plot_eurodist(embeddings, names, mds, _shared.RESULTS / "ordinal_eurodist.png")
     print(md)
     print(f"wrote {path} ({time.perf_counter() - t0:.0f}s)")
 

@@ -1,6 +1,6 @@
 """Fit Surprise's SVD (default settings) on one train/test split; print JSON.
 
-Executed by ``completion_surprise.py`` with the peer's own interpreter.
+Executed by ``surprise_cv.py`` with the peer's own interpreter.
 Input: an .npz with train/test rows, cols, values.
 """
 

@@ -6,23 +6,26 @@ post-processed solution picked on them, refit on all training entries) and
 reports the test RMSE in stars. Reference: Surprise's SVD benchmark table
 (5-fold CV) lists RMSE 0.934 on ML-100K and 0.873 on ML-1M; with
 ``--peer-python`` pointing at an environment with scikit-surprise (see
-requirements-completion-peers.txt), its SVD also runs on the same folds.
+completion/requirements-peers.txt), its SVD also runs on the same folds.
 
-    python benchmarks/completion_surprise.py --quick   # 100K, 2 folds
-    python benchmarks/completion_surprise.py           # 100K and 1M, 5 folds
+    python benchmarks/completion/surprise_cv.py --quick   # 100K, 2 folds
+    python benchmarks/completion/surprise_cv.py           # 100K and 1M, 5 folds
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-import common
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+
+import _shared
 from embedopt.completion import MatrixCompletion
 from embedopt.data import kfold_entries, load_movielens
 
@@ -64,7 +67,7 @@ def surprise_svd(args, train, test, seed):
 
 
 def main():
-    p = common.parser(__doc__.split("\n\n")[0])
+    p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--datasets", nargs="*", default=None)
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--data-dir", default=None)
@@ -74,7 +77,7 @@ def main():
         help="interpreter with scikit-surprise (skipped when absent)",
     )
     args = p.parse_args()
-    common.setup(args)
+    _shared.setup(args)
     datasets = args.datasets or (["100k"] if args.quick else ["100k", "1m"])
     n_eval = 2 if args.quick else args.folds
     rows, results = [], {}
@@ -94,25 +97,25 @@ def main():
             if sp is not None:
                 peer.append(sp)
             print(variant, k, ours[-1], sp, flush=True)
-        m, s = common.mean_std([o[0] for o in ours])
+        m, s = _shared.mean_std([o[0] for o in ours])
         rows.append(
             [
                 variant,
                 "embedopt MatrixCompletion()",
                 f"{m:.4f} ± {s:.4f}",
-                common.median([o[1] for o in ours]),
+                _shared.median([o[1] for o in ours]),
                 int(np.median([o[2] for o in ours])),
             ]
         )
         results[variant] = dict(rmse=m, rmse_sd=s, folds=ours, surprise=peer)
         if peer:
-            pm, ps = common.mean_std([x[0] for x in peer])
+            pm, ps = _shared.mean_std([x[0] for x in peer])
             rows.append(
                 [
                     variant,
                     "Surprise SVD (same folds)",
                     f"{pm:.4f} ± {ps:.4f}",
-                    common.median([x[1] for x in peer]),
+                    _shared.median([x[1] for x in peer]),
                     100,
                 ]
             )
@@ -125,11 +128,11 @@ def main():
                 "",
             ]
         )
-    table = common.markdown_table(
+    table = _shared.markdown_table(
         ["data", "method", "RMSE (stars)", "seconds/fold", "rank"], rows
     )
     print(table)
-    common.write(
+    _shared.write(
         "completion_surprise",
         args.out,
         dict(datasets=datasets, folds=args.folds, evaluated=n_eval),

@@ -10,22 +10,28 @@ without/with post-processing, per-mode ranks, post-processing time, and time /
 iterations to reach the final objective (relative gap 1e-4 to the best
 objective any method found), with ratios to AIS-Impute from the same run.
 
-    python benchmarks/completion_tensor.py --quick   # m in {125, 500}, 1 rep
-    python benchmarks/completion_tensor.py           # m in {125, 500, 2000}, 5 reps
+    python benchmarks/completion/tensor.py --quick   # m in {125, 500}, 1 rep
+    python benchmarks/completion/tensor.py           # m in {125, 500, 2000}, 5 reps
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 
-import common
-from completion_common import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+
+from _common import (
     GAP,
     plot_gaps,
     reference_objective,
     solve_each,
     time_to_gap,
 )
+
+import _shared
 from embedopt.completion import (
     CompletionProblem,
     lambda_path,
@@ -95,7 +101,7 @@ def run_one(m, rep, args):
 
 
 def main():
-    p = common.parser(__doc__.split("\n\n")[0])
+    p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="*", default=None)
     p.add_argument("--reps", type=int, default=None)
     p.add_argument("--tol", type=float, default=1e-8)
@@ -107,7 +113,7 @@ def main():
         help="solver seconds after which a method is stopped",
     )
     args = p.parse_args()
-    common.setup(args)
+    _shared.setup(args)
     sizes = args.sizes or ([125, 500] if args.quick else [125, 500, 2000])
     reps = args.reps or (1 if args.quick else 5)
     out = []
@@ -129,9 +135,9 @@ def main():
         rs = [r for r in out if r["m"] == m]
         for name in METHODS:
             rr = [r["runs"][name] for r in rs]
-            nm, ns = common.mean_std([x["nmse"] for x in rr])
-            pm, ps = common.mean_std([x["nmse_pp"] for x in rr])
-            ratio = common.median(
+            nm, ns = _shared.mean_std([x["nmse"] for x in rr])
+            pm, ps = _shared.mean_std([x["nmse_pp"] for x in rr])
+            ratio = _shared.median(
                 [
                     x["time_to_final"] / r["runs"]["ais_impute"]["time_to_final"]
                     for x, r in zip(rr, rs, strict=True)
@@ -145,14 +151,14 @@ def main():
                     f"{nm:.4f} ± {ns:.4f}",
                     f"{pm:.4f} ± {ps:.4f}",
                     ",".join(str(x) for x in rr[0]["ranks"]),
-                    common.median([x["pp_time"] for x in rr]),
-                    common.median([x["iters_to_final"] for x in rr]),
-                    common.median([x["time_to_final"] for x in rr]),
+                    _shared.median([x["pp_time"] for x in rr]),
+                    _shared.median([x["iters_to_final"] for x in rr]),
+                    _shared.median([x["time_to_final"] for x in rr]),
                     ratio,
                 ]
             )
             summary[f"{m}/{name}"] = dict(nmse=nm, nmse_pp=pm, time_ratio_vs_ais=ratio)
-    table = common.markdown_table(
+    table = _shared.markdown_table(
         [
             "m",
             "sparsity (train)",
@@ -168,7 +174,7 @@ def main():
         rows,
     )
     print(table)
-    common.write(
+    _shared.write(
         "completion_tensor",
         args.out,
         dict(sizes=sizes, reps=reps, tol=args.tol, max_iter=args.max_iter),

@@ -7,16 +7,22 @@ held-out error is < 0.15 (solver time, error evaluations off the clock) and
 the final held-out error are recorded, with cblearn's scipy L-BFGS-B
 estimators measured in the same run, interleaved trial by trial.
 
-    python benchmarks/ordinal_synthetic.py --quick     # CI-sized (~2 min)
-    python benchmarks/ordinal_synthetic.py             # all batch sizes
+    python benchmarks/ordinal/synthetic.py --quick     # CI-sized (~2 min)
+    python benchmarks/ordinal/synthetic.py             # all batch sizes
 
 Writes benchmarks/results/ordinal_synthetic.{json,md,png}.
 """
 
-# ruff: noqa: I001  (_ordinal_common must be imported before numpy/torch)
+# ruff: noqa: I001  (_common must be imported before numpy/torch)
 from __future__ import annotations
 
-import _ordinal_common as C  # first: it sets single-threading
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+
+import _common as C  # first: it sets single-threading
+import _shared
 
 import argparse
 import time
@@ -148,10 +154,7 @@ def markdown(rows, trials, epochs) -> str:
 
 
 def plot(curves, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _shared.figure()
 
     fig, axes = plt.subplots(1, len(LOSSES), figsize=(4 * len(LOSSES), 3.6))
     for ax, loss in zip(axes, LOSSES, strict=True):
@@ -198,7 +201,7 @@ def main(argv=None):
             "epochs": epochs,
             "quick": args.quick,
         },
-        "versions": C.versions(),
+        "versions": _shared.environment("cblearn"),
         "results": {
             f"{lo}|{label}": {**r, "stats": C.stats(r["t"])}
             for (lo, label), r in rows.items()
@@ -206,8 +209,8 @@ def main(argv=None):
         "curves": {f"{lo}|{label}": c for (lo, label), c in curves.items()},
         "wall_seconds": time.perf_counter() - t0,
     }
-    path = C.save("ordinal_synthetic", payload, md)
-    plot(curves, C.RESULTS / "ordinal_synthetic.png")
+    path, _ = _shared.write_outputs("ordinal_synthetic", payload, md)
+    plot(curves, _shared.RESULTS / "ordinal_synthetic.png")
     print(md)
     print(f"wrote {path} ({time.perf_counter() - t0:.0f}s)")
 

@@ -10,18 +10,23 @@ AIS-Impute, AIS-Impute (exact), Soft-Impute and APG at the selected lambda
 (post-processed when that validates better), plus the nonconvex DC(AIS-Impute)
 with the log-sum penalty.
 
-    python benchmarks/completion_images.py --quick   # camera, 1 repetition
-    python benchmarks/completion_images.py           # 4 images, 5 repetitions
+    python benchmarks/completion/images.py --quick   # camera, 1 repetition
+    python benchmarks/completion/images.py           # 4 images, 5 repetitions
 """
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-import common
-from completion_common import solve_each
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+
+from _common import solve_each
+
+import _shared
 from embedopt import ConvergenceWarning
 from embedopt.completion import (
     CompletionProblem,
@@ -84,13 +89,13 @@ def run(name, rep, args):
 
 
 def main():
-    p = common.parser(__doc__.split("\n\n")[0])
+    p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--images", nargs="*", default=None)
     p.add_argument("--reps", type=int, default=None)
     p.add_argument("--max-iter", type=int, default=2000)
     p.add_argument("--data-dir", default=None)
     args = p.parse_args()
-    common.setup(args)
+    _shared.setup(args)
     images = args.images or (
         ["camera"] if args.quick else ["camera", "brick", "grass", "gravel"]
     )
@@ -110,8 +115,8 @@ def main():
         rs = [r for r in runs if r["image"] == name]
         for key in rs[0]["methods"]:
             ms = [r["methods"][key] for r in rs]
-            mean, sd = common.mean_std([x["rmse"] for x in ms])
-            ratio = common.median(
+            mean, sd = _shared.mean_std([x["rmse"] for x in ms])
+            ratio = _shared.median(
                 [
                     x["seconds"] / r["methods"]["ais_impute"]["seconds"]
                     for x, r in zip(ms, rs, strict=True)
@@ -123,15 +128,15 @@ def main():
                     ms[0]["label"],
                     f"{mean:.3f} ± {sd:.3f}",
                     int(np.median([x["rank"] for x in ms])),
-                    common.median([x["seconds"] for x in ms]),
+                    _shared.median([x["seconds"] for x in ms]),
                     ratio,
                 ]
             )
-    table = common.markdown_table(
+    table = _shared.markdown_table(
         ["image", "method", "test RMSE", "rank", "seconds", "time / AIS-Impute"], rows
     )
     print(table)
-    common.write(
+    _shared.write(
         "completion_images",
         args.out,
         dict(images=images, reps=reps),

@@ -11,8 +11,8 @@ the throughput of the sparse product kernel against this machine's memory
 bandwidth (a NumPy copy of a 1 GiB array, STREAM-style, in the same run). No
 m x n array is ever allocated (10^10 entries would need 40 GB in float32).
 
-    python benchmarks/completion_scale.py --quick     # up to 10^6 entries
-    python benchmarks/completion_scale.py             # up to 10^7 entries
+    python benchmarks/completion/scale.py --quick     # up to 10^6 entries
+    python benchmarks/completion/scale.py             # up to 10^7 entries
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-import common
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+
+import _shared
 
 
 def worker(path: str, rank: int, threads: int | None, device: str) -> None:
@@ -42,7 +44,7 @@ def worker(path: str, rank: int, threads: int | None, device: str) -> None:
         (d["rows"], d["cols"]), d["vals"], tuple(d["shape"]), validate=False
     )
     del d
-    base = common.peak_rss_gb()
+    base = _shared.peak_rss_gb()
     t0 = time.perf_counter()
     problem = CompletionProblem(entries, dtype="float32", device=device)
     sync = torch.cuda.synchronize if problem.device.type == "cuda" else (lambda: None)
@@ -75,7 +77,7 @@ def worker(path: str, rank: int, threads: int | None, device: str) -> None:
                 per_iter=per_iter,
                 build=build,
                 base_rss_gb=base,
-                peak_rss_gb=common.peak_rss_gb(),
+                peak_rss_gb=_shared.peak_rss_gb(),
                 spmm_seconds=spmm,
                 spmm_gbps=bytes_moved / spmm / 1e9,
                 final_rank=int(res.history["rank"][-1]),
@@ -96,7 +98,7 @@ def bandwidth_gbps() -> float:
 
 
 def main():
-    p = common.parser(__doc__.split("\n\n")[0])
+    p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--worker", default=None, help=argparse_hidden())
     p.add_argument("--m", type=int, default=100_000)
     p.add_argument("--rank", type=int, default=10)
@@ -159,7 +161,7 @@ def main():
             ]
         )
         print(rows[-1], flush=True)
-    table = common.markdown_table(
+    table = _shared.markdown_table(
         [
             "|Omega|",
             "s / iteration",
@@ -176,7 +178,7 @@ def main():
     )
     table += f"\n\nMemory bandwidth (NumPy 1 GiB copy, read+write): {bw:.1f} GB/s."
     print(table)
-    common.write(
+    _shared.write(
         "completion_scale",
         args.out,
         dict(m=args.m, rank=args.rank, sizes=sizes, threads=args.threads),

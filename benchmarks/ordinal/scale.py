@@ -10,16 +10,22 @@ SVRG-SBB_eps with the defaults (b = 100, m = |Q|). For each (n, |Q|):
   for SVRG-SBB_eps (m = |Q| and m = |Q| / 4) and for cblearn's STE (scipy
   L-BFGS-B, forms n x n distance matrices every iteration), in the same run.
 
-    python benchmarks/ordinal_scale.py --quick     # n <= 10^4, |Q| <= 10^6
-    python benchmarks/ordinal_scale.py             # adds 10^7 triplets
+    python benchmarks/ordinal/scale.py --quick     # n <= 10^4, |Q| <= 10^6
+    python benchmarks/ordinal/scale.py             # adds 10^7 triplets
 
 Writes benchmarks/results/ordinal_scale.{json,md,png}.
 """
 
-# ruff: noqa: I001  (_ordinal_common must be imported before numpy/torch)
+# ruff: noqa: I001  (_common must be imported before numpy/torch)
 from __future__ import annotations
 
-import _ordinal_common as C  # first: it sets single-threading
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+
+import _common as C  # first: it sets single-threading
+import _shared
 
 import argparse
 import time
@@ -159,7 +165,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.big_only:
         big = big_run()
-        C.save("ordinal_scale_1e7", {"versions": C.versions(), "q1e7": big}, "")
+        payload = {"versions": _shared.environment("cblearn"), "q1e7": big}
+        _shared.write_outputs("ordinal_scale_1e7", payload, "")
         return
     sizes = [(1_000, 100_000), (10_000, 100_000), (10_000, 1_000_000)]
     if not args.quick:
@@ -221,18 +228,15 @@ def main(argv=None):
     payload = {
         "experiment": "scale (issue 3, benchmark 3)",
         "target": TARGET,
-        "versions": C.versions(),
+        "versions": _shared.environment("cblearn"),
         "kernels": kernels,
         "race_n10000_q1e6": race_res,
         "race_curves": curves,
         "q1e7": big,
         "wall_seconds": time.perf_counter() - t0,
     }
-    path = C.save("ordinal_scale", payload, md)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    path, _ = _shared.write_outputs("ordinal_scale", payload, md)
+    plt = _shared.figure()
 
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for label, (t, e) in curves.items():
@@ -246,7 +250,7 @@ def main(argv=None):
     )
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(C.RESULTS / "ordinal_scale.png", dpi=120)
+    fig.savefig(_shared.RESULTS / "ordinal_scale.png", dpi=120)
     print(md)
     print(f"wrote {path} ({time.perf_counter() - t0:.0f}s)")
 

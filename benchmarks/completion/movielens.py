@@ -13,18 +13,23 @@ An extra row, "AIS-Impute (row+col centered, auto)", is MatrixCompletion's
 default recipe (ridge row/column offsets instead of a global z-score, raw or
 post-processed solution chosen on validation), on the same splits.
 
-    python benchmarks/completion_movielens.py --quick   # 100K, 1 repetition
-    python benchmarks/completion_movielens.py           # 100K and 1M, 5 reps
+    python benchmarks/completion/movielens.py --quick   # 100K, 1 repetition
+    python benchmarks/completion/movielens.py           # 100K and 1M, 5 reps
 """
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-import common
-from completion_common import solve_each
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+
+from _common import solve_each
+
+import _shared
 from embedopt.completion import (
     Centering,
     CompletionProblem,
@@ -98,14 +103,14 @@ def run(variant, rep, methods, args):
 
 
 def main():
-    p = common.parser(__doc__.split("\n\n")[0])
+    p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--datasets", nargs="*", default=None)
     p.add_argument("--reps", type=int, default=None)
     p.add_argument("--methods", nargs="*", default=None)
     p.add_argument("--max-iter", type=int, default=2000)
     p.add_argument("--data-dir", default=None)
     args = p.parse_args()
-    common.setup(args)
+    _shared.setup(args)
     datasets = args.datasets or (["100k"] if args.quick else ["100k", "1m"])
     reps = args.reps or (1 if args.quick else 5)
     runs = []
@@ -128,10 +133,10 @@ def main():
         rs = [r for r in runs if r["variant"] == variant]
         for key in rs[0]["methods"]:
             ms = [r["methods"][key] for r in rs]
-            sm, ss = common.mean_std([x["rmse_std"] for x in ms])
-            tm, ts = common.mean_std([x["rmse_stars"] for x in ms])
-            secs = common.median([x["seconds"] for x in ms])
-            ratio = common.median(
+            sm, ss = _shared.mean_std([x["rmse_std"] for x in ms])
+            tm, ts = _shared.mean_std([x["rmse_stars"] for x in ms])
+            secs = _shared.median([x["seconds"] for x in ms])
+            ratio = _shared.median(
                 [
                     x["seconds"] / r["methods"]["ais_impute"]["seconds"]
                     for x, r in zip(ms, rs, strict=True)
@@ -167,7 +172,7 @@ def main():
                 "",
             ]
         )
-    table = common.markdown_table(
+    table = _shared.markdown_table(
         [
             "data",
             "method",
@@ -180,7 +185,7 @@ def main():
         rows,
     )
     print(table)
-    common.write(
+    _shared.write(
         "completion_movielens",
         args.out,
         dict(datasets=datasets, reps=reps, device=args.device),
@@ -188,7 +193,7 @@ def main():
         table,
     )
     if not args.no_plots:
-        plt = common.figure()
+        plt = _shared.figure()
         fig, axes = plt.subplots(
             1, len(datasets), figsize=(5 * len(datasets), 4), squeeze=False
         )

@@ -8,8 +8,8 @@ angles, over seeds, on training and held-out vectors; faiss OPQMatrix
 (niter 50 in full mode) + IndexPQ and nanopq OPQ as peers in the same run;
 recall@1/10/100 of ADC search (exact L2 nearest neighbour among the database).
 
-    python benchmarks/quant_fixed_embeddings.py --quick
-    python benchmarks/quant_fixed_embeddings.py            # full
+    python benchmarks/quantization/fixed_embeddings.py --quick
+    python benchmarks/quantization/fixed_embeddings.py            # full
 
 Writes results/quant_fixed_embeddings[_quick].{json,md,png}.
 """
@@ -21,13 +21,14 @@ import sys
 import warnings
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from quant_common import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+from _shared import (
     RESULTS,
     Timer,
     device_info,
-    md_table,
-    set_threads,
+    figure,
+    limit_threads,
+    markdown_table,
     versions,
     write_outputs,
 )
@@ -247,10 +248,7 @@ def _summary(runs, key):
 
 
 def _plot(results, configs, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figure()
     import numpy as np
 
     fig, axes = plt.subplots(
@@ -319,7 +317,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-peers", action="store_true")
     p.add_argument("--M", default=None, help="comma list of M (default: both)")
     args = p.parse_args(argv)
-    set_threads(args.threads)
+    limit_threads(args.threads, environ=True)
     import numpy as np
 
     seeds = args.seeds or (2 if args.quick else 10)
@@ -404,7 +402,7 @@ def main(argv=None) -> int:
             )
         md.append(f"\n## {cfg}\n\n")
         md.append(
-            md_table(
+            markdown_table(
                 [
                     "method",
                     "train distortion",
@@ -418,6 +416,7 @@ def main(argv=None) -> int:
                 ],
                 rows,
             )
+            + "\n"
         )
         eig = (
             _summary(res["eigenvalue allocation (init only)"], "train_distortion")[0]
@@ -456,7 +455,7 @@ def main(argv=None) -> int:
                 k: {kk: str(vv) for kk, vv in v.items()} for k, v in methods.items()
             },
         ),
-        versions=versions(),
+        versions=versions("faiss", "nanopq"),
         device=device_info(),
         results=results,
     )

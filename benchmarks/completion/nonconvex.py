@@ -10,18 +10,22 @@ DC(AIS-Impute); every solver then runs at the chosen values. Times are those
 of the solves at the chosen values, and ratios are to DC(AIS-Impute) of the
 same regularizer in the same run.
 
-    python benchmarks/completion_nonconvex.py --quick   # m = 250 only
-    python benchmarks/completion_nonconvex.py           # m = 250, 1000 and ML-100K
+    python benchmarks/completion/nonconvex.py --quick   # m = 250 only
+    python benchmarks/completion/nonconvex.py           # m = 250, 1000 and ML-100K
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-import common
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+
+import _shared
 from embedopt import ConvergenceWarning
 from embedopt.completion import (
     Centering,
@@ -115,12 +119,12 @@ def run(name, rep, args):
 
 
 def main():
-    p = common.parser(__doc__.split("\n\n")[0])
+    p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--datasets", nargs="*", default=None)
     p.add_argument("--reps", type=int, default=None)
     p.add_argument("--data-dir", default=None)
     args = p.parse_args()
-    common.setup(args)
+    _shared.setup(args)
     names = args.datasets or (
         ["synthetic-250"]
         if args.quick
@@ -133,11 +137,11 @@ def main():
         rs = [r for r in runs if r["data"] == name]
         for key in rs[0]["methods"]:
             ms = [r["methods"][key] for r in rs]
-            mean, sd = common.mean_std([x["error"] for x in ms])
+            mean, sd = _shared.mean_std([x["error"] for x in ms])
             kind = key.split("/")[0]
             ref = f"{kind}/DC(AIS-Impute)" if kind in GRIDS else None
             ratio = (
-                common.median(
+                _shared.median(
                     [
                         x["seconds"] / r["methods"][ref]["seconds"]
                         for x, r in zip(ms, rs, strict=True)
@@ -152,11 +156,11 @@ def main():
                     key,
                     f"{mean:.4f} ± {sd:.4f}",
                     int(np.median([x["rank"] for x in ms])),
-                    common.median([x["seconds"] for x in ms]),
+                    _shared.median([x["seconds"] for x in ms]),
                     ratio,
                 ]
             )
-    table = common.markdown_table(
+    table = _shared.markdown_table(
         [
             "data",
             "regularizer/solver",
@@ -168,7 +172,7 @@ def main():
         rows,
     )
     print(table)
-    common.write(
+    _shared.write(
         "completion_nonconvex",
         args.out,
         dict(datasets=names, reps=reps),

@@ -16,7 +16,8 @@ the speed-up, peak memory, and AIS-Impute's NMSE after its post-processing
 Sizes beyond what the peer can hold run the peer under a memory limit
 (``--mem-limit-gb``) so that it fails cleanly with MemoryError.
 
-    python benchmarks/completion_peers.py --quick --peer-python /path/to/venv/bin/python
+    python benchmarks/completion/fancyimpute_peer.py --quick \
+        --peer-python /path/to/venv/bin/python
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import json
 import resource
 import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -31,7 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-import common
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+
+import _shared
 from embedopt import ConvergenceWarning
 from embedopt.completion import CompletionProblem, ais_impute, lambda_path, postprocess
 from embedopt.data import make_low_rank_matrix, split_entries
@@ -69,7 +73,7 @@ def run_peer(args, payload, max_rank):
 
 
 def main():
-    p = common.parser(__doc__.split("\n\n")[0])
+    p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="*", default=None)
     p.add_argument("--peer-python", default=str(Path.cwd() / ".venv-peers/bin/python"))
     p.add_argument(
@@ -79,7 +83,7 @@ def main():
     p.add_argument("--peer-timeout", type=int, default=3600)
     p.add_argument("--mem-limit-gb", type=float, default=12.0)
     args = p.parse_args()
-    common.setup(args)
+    _shared.setup(args)
     sizes = args.sizes or ([1000, 2000] if args.quick else [1000, 2000, 4000, 30000])
     peer_rank = None if args.peer_max_rank == "none" else int(args.peer_max_rank)
     rows, results = [], []
@@ -125,7 +129,7 @@ def main():
         Up, sp, Vp = postprocess(train_problem, *res.x)
         pp_seconds = time.perf_counter() - t0
         pp_nmse = nmse_lowrank((Up * sp).cpu(), Vp.cpu(), prob.U, prob.V, exclude=obs)
-        ours_rss = common.peak_rss_gb()
+        ours_rss = _shared.peak_rss_gb()
         payload = dict(
             rows=train.rows,
             cols=train.cols,
@@ -188,7 +192,7 @@ def main():
             )
         results.append(entry)
         print(rows[-1], flush=True)
-    table = common.markdown_table(
+    table = _shared.markdown_table(
         [
             "m",
             "fancyimpute NMSE",
@@ -203,7 +207,7 @@ def main():
         rows,
     )
     print(table)
-    common.write(
+    _shared.write(
         "completion_peers",
         args.out,
         dict(

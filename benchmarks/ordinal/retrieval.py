@@ -7,17 +7,23 @@ reversed; a nonlinear map from pixels to the embedding (RBF kernel ridge
 regression, as the paper's regularized least squares) places the 797 test
 images, which then query the training set: MAP, Precision@60, Recall@60.
 
-    python benchmarks/ordinal_retrieval.py --quick
-    python benchmarks/ordinal_retrieval.py
+    python benchmarks/ordinal/retrieval.py --quick
+    python benchmarks/ordinal/retrieval.py
 
 Writes benchmarks/results/ordinal_retrieval.{json,md,png}. Needs $EMBEDOPT_DATA
 (sklearn-digits/).
 """
 
-# ruff: noqa: I001  (_ordinal_common must be imported before numpy/torch)
+# ruff: noqa: I001  (_common must be imported before numpy/torch)
 from __future__ import annotations
 
-import _ordinal_common as C  # first: it sets single-threading
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+
+import _common as C  # first: it sets single-threading
+import _shared
 
 import argparse
 import time
@@ -56,10 +62,7 @@ def kernel_ridge(Xtr, Ytr, Xte, lam=1e-2):
 
 
 def plot(rows, rates, losses, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _shared.figure()
 
     fig, axes = plt.subplots(1, len(losses), figsize=(4.5 * len(losses), 3.5))
     axes = np.atleast_1d(axes)
@@ -155,13 +158,13 @@ def main(argv=None):
     payload = {
         "experiment": "Ma et al. Sec. 5.4 protocol on digits",
         "config": {"epochs": epochs, "losses": losses, "rates": rates, "K": K},
-        "versions": C.versions(),
+        "versions": _shared.environment("cblearn"),
         "raw_pixels": raw,
         "results": {f"{a}|{b}|{c}": r for (a, b, c), r in rows.items()},
         "wall_seconds": time.perf_counter() - t0,
     }
-    path = C.save("ordinal_retrieval", payload, md)
-    plot(rows, rates, losses, C.RESULTS / "ordinal_retrieval.png")
+    path, _ = _shared.write_outputs("ordinal_retrieval", payload, md)
+    plot(rows, rates, losses, _shared.RESULTS / "ordinal_retrieval.png")
     print(md)
     print(f"wrote {path} ({time.perf_counter() - t0:.0f}s)")
 

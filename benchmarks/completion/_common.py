@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-import common
+import _shared
 from embedopt import ConvergenceWarning
 from embedopt.completion import SOLVERS, postprocess, proximal_completion
 
@@ -99,7 +99,7 @@ def time_to_gap(history, f_star, gap=GAP):
 
 def plot_gaps(out, sizes, path):
     """Objective gap vs time (top) and iterations (bottom), one column per size."""
-    plt = common.figure()
+    plt = _shared.figure()
     fig, axes = plt.subplots(
         2, len(sizes), figsize=(4.5 * len(sizes), 7), squeeze=False
     )

@@ -16,24 +16,29 @@ training", but its sparsity column (and the authors' TestSyn.m) use 15 m log m
 many entries NMSE at m = 1000 is ~0.028 instead of 0.0166). ``--half`` runs the
 text's protocol.
 
-    python benchmarks/completion_synthetic.py --quick # m in {250, 1000}, 1 rep
-    python benchmarks/completion_synthetic.py         # m in {250, 1000, 4000}, 5 reps
+    python benchmarks/completion/synthetic.py --quick # m in {250, 1000}, 1 rep
+    python benchmarks/completion/synthetic.py         # m in {250, 1000, 4000}, 5 reps
 """
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-import common
-from completion_common import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+
+from _common import (
     GAP,
     plot_gaps,
     reference_objective,
     solve_each,
     time_to_gap,
 )
+
+import _shared
 from embedopt.completion import (
     CompletionProblem,
     lambda_path,
@@ -108,7 +113,7 @@ def run_one(m, rep, args):
 
 
 def main():
-    p = common.parser(__doc__.split("\n\n")[0])
+    p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="*", default=None)
     p.add_argument("--reps", type=int, default=None)
     p.add_argument("--tol", type=float, default=1e-8)
@@ -133,7 +138,7 @@ def main():
     args = p.parse_args()
     sizes = args.sizes or ([250, 1000] if args.quick else [250, 1000, 4000])
     reps = args.reps or (1 if args.quick else 5)
-    common.setup(args)
+    _shared.setup(args)
     out = []
     for m in sizes:
         for rep in range(reps):
@@ -151,10 +156,10 @@ def main():
             rr = [r["runs"][name] for r in rs if name in r["runs"]]
             if not rr:
                 continue
-            nm, ns = common.mean_std([x["nmse"] for x in rr])
-            pm, ps = common.mean_std([x["nmse_pp"] for x in rr])
-            t_final = common.median([x["time_to_final"] for x in rr])
-            ratio = common.median(
+            nm, ns = _shared.mean_std([x["nmse"] for x in rr])
+            pm, ps = _shared.mean_std([x["nmse_pp"] for x in rr])
+            t_final = _shared.median([x["time_to_final"] for x in rr])
+            ratio = _shared.median(
                 [
                     x["time_to_final"] / r["runs"]["ais_impute"]["time_to_final"]
                     for x, r in zip(rr, rs, strict=True)
@@ -168,8 +173,8 @@ def main():
                     f"{nm:.4f} ± {ns:.4f}",
                     f"{pm:.4f} ± {ps:.4f}",
                     int(np.median([x["rank"] for x in rr])),
-                    common.median([x["pp_time"] for x in rr]),
-                    common.median([x["iters_to_final"] for x in rr]),
+                    _shared.median([x["pp_time"] for x in rr]),
+                    _shared.median([x["iters_to_final"] for x in rr]),
                     t_final,
                     ratio,
                 ]
@@ -194,7 +199,7 @@ def main():
         f"s to gap {GAP:g}",
         "time / AIS-Impute",
     ]
-    table = common.markdown_table(headers, rows)
+    table = _shared.markdown_table(headers, rows)
     print(table)
     cfg = dict(
         sizes=sizes,
@@ -205,7 +210,7 @@ def main():
         device=args.device,
         gap=GAP,
     )
-    common.write(
+    _shared.write(
         "completion_synthetic", args.out, cfg, dict(summary=summary, runs=out), table
     )
     if not args.no_plots:

@@ -14,8 +14,8 @@ available), the median time of:
 - one Cayley step: forward ``R_0 (I - S)(I + S)^{-1}``, backward through the
   solve, update of S.
 
-    python benchmarks/quant_rotation_cost.py --quick
-    python benchmarks/quant_rotation_cost.py
+    python benchmarks/quantization/rotation_cost.py --quick
+    python benchmarks/quantization/rotation_cost.py
 
 Writes results/quant_rotation_cost[_quick].{json,md,png}.
 """
@@ -28,12 +28,13 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from quant_common import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+from _shared import (
     RESULTS,
     device_info,
-    md_table,
-    set_threads,
+    figure,
+    limit_threads,
+    markdown_table,
     versions,
     write_outputs,
 )
@@ -142,7 +143,7 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--repeats", type=int, default=None)
     args = p.parse_args(argv)
-    set_threads(args.threads)
+    limit_threads(args.threads, environ=True)
     import torch
 
     ns = (64, 128, 256) if args.quick else (64, 128, 256, 512, 1024)
@@ -185,18 +186,15 @@ def main(argv=None) -> int:
                     ]
                 )
         md.append(f"\n## {dev}\n\n")
-        md.append(md_table(["operation"] + [f"n={n}" for n in ns], rows))
+        md.append(markdown_table(["operation"] + [f"n={n}" for n in ns], rows) + "\n")
     payload = dict(
         config=dict(ns=ns, repeats=repeats, threads=args.threads, quick=args.quick),
-        versions=versions(),
+        versions=versions("faiss", "nanopq"),
         device=device_info(),
         results=results,
     )
     js, mdp = write_outputs(tag, payload, "".join(md))
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figure()
 
     fig, ax = plt.subplots(figsize=(7, 5))
     for k in (

@@ -10,8 +10,8 @@ of retrieval through the index (ADC search over the items' PQ codes, training
 items excluded) on a random 20% of each user's ratings, mean over seeds, and
 p-values against the baseline (paired t-test and one-way ANOVA over seeds).
 
-    python benchmarks/quant_end_to_end.py --quick
-    python benchmarks/quant_end_to_end.py
+    python benchmarks/quantization/end_to_end.py --quick
+    python benchmarks/quantization/end_to_end.py
 
 Writes results/quant_end_to_end[_quick].{json,md,png}.
 """
@@ -22,13 +22,14 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from quant_common import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+from _shared import (
     RESULTS,
     Timer,
     device_info,
-    md_table,
-    set_threads,
+    figure,
+    limit_threads,
+    markdown_table,
     versions,
     write_outputs,
 )
@@ -63,7 +64,7 @@ def main(argv=None) -> int:
         help="retrieval loss over in-batch negatives (paper: hinge)",
     )
     args = p.parse_args(argv)
-    set_threads(args.threads)
+    limit_threads(args.threads, environ=True)
     import numpy as np
     from scipy import stats
 
@@ -163,7 +164,7 @@ def main(argv=None) -> int:
         f"seed), {args.loss} loss, retrieval through the index, training items "
         "excluded. p-values vs the baseline, paired t-test / one-way ANOVA over "
         "seeds. Fit seconds of the baseline include warm-up and warm start.\n\n"
-        + md_table(
+        + markdown_table(
             [
                 "method",
                 "p@100",
@@ -175,21 +176,19 @@ def main(argv=None) -> int:
             ],
             rows,
         )
+        + "\n"
     )
     tag = "quant_end_to_end" + ("_quick" if args.quick else "")
     payload = dict(
         config=dict(
             vars(args), seeds=seeds, warmup=warm, index_steps=steps, ws_iter=ws_iter
         ),
-        versions=versions(),
+        versions=versions("faiss", "nanopq"),
         device=device_info(),
         results=results,
     )
     js, mdp = write_outputs(tag, payload, md)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = figure()
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for m in methods:

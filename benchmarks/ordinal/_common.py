@@ -1,4 +1,4 @@
-"""Shared pieces of the ordinal-embedding benchmarks (not part of the package).
+"""Pieces of the ordinal-embedding benchmarks only (the rest is ``_shared``).
 
 - single-threaded runs (``OMP_NUM_THREADS=1`` is set before NumPy/torch load):
   the machine is shared and has 2 cores; one thread per library keeps the
@@ -8,7 +8,10 @@
   (time, iterate) after every L-BFGS iteration, so its time to a target
   held-out error is measured the same way as ours (error evaluations off the
   clock);
-- JSON + Markdown writers.
+- the held-out error, time-to-target and summary statistics they report.
+
+Import it first in a script: it sets the thread environment before NumPy and
+torch load.
 """
 
 from __future__ import annotations
@@ -19,43 +22,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import json
-import platform
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
 
 torch.set_num_threads(1)
-
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def versions() -> dict:
-    out = {
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "torch": torch.__version__,
-        "machine": platform.machine(),
-        "cpu_count": os.cpu_count(),
-    }
-    try:
-        import embedopt
-
-        out["embedopt"] = embedopt.__version__
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        import cblearn
-        import scipy
-
-        out["cblearn"] = cblearn.__version__
-        out["scipy"] = scipy.__version__
-    except ImportError:
-        out["cblearn"] = None
-    return out
 
 
 def have_cblearn() -> bool:
@@ -160,23 +133,6 @@ def stats(values) -> dict:
             std=float(ok.std()),
         )
     return out
-
-
-def save(name: str, payload: dict, markdown: str) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
-    with open(path, "w") as fh:
-        json.dump(payload, fh, indent=1, default=_default)
-    (RESULTS / f"{name}.md").write_text(markdown)
-    return path
-
-
-def _default(o):
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, (np.floating, np.integer)):
-        return o.item()
-    return str(o)
 
 
 def fmt(x, digits=3) -> str:
