@@ -30,13 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
 
-from _common import (
-    GAP,
-    plot_gaps,
-    reference_objective,
-    solve_each,
-    time_to_gap,
-)
+import _common as C
 
 import _shared
 from embedopt.completion import (
@@ -72,9 +66,9 @@ def run_one(m, rep, args):
     lam = path.best_lambda
     select_time = time.perf_counter() - t0
     methods = [k for k in METHODS if not (k == "apg" and m > args.apg_max)]
-    f_ref = reference_objective(problem, lam, rep)
+    f_ref = C.reference_objective(problem, lam, rep)
     runs = {}
-    for name, (label, res, pp, pp_time) in solve_each(
+    for name, (label, res, pp, pp_time) in C.solve_each(
         problem,
         lam,
         methods,
@@ -83,7 +77,7 @@ def run_one(m, rep, args):
         time_limit=args.time_limit,
         seed=rep,
         f_star=f_ref,
-        stop_gap=GAP / 10,
+        stop_gap=C.GAP / 10,
     ).items():
         U, s, V = res.x
         runs[name] = dict(
@@ -100,7 +94,7 @@ def run_one(m, rep, args):
         )
     f_star = min([f_ref] + [r["objective"] for r in runs.values()])
     for r in runs.values():
-        r["time_to_final"], r["iters_to_final"] = time_to_gap(r["history"], f_star)
+        r["time_to_final"], r["iters_to_final"] = C.time_to_gap(r["history"], f_star)
     return dict(
         m=m,
         rep=rep,
@@ -195,8 +189,8 @@ def main():
         "NMSE (post-proc.)",
         "rank",
         "post-proc. s",
-        f"iters to gap {GAP:g}",
-        f"s to gap {GAP:g}",
+        f"iters to gap {C.GAP:g}",
+        f"s to gap {C.GAP:g}",
         "time / AIS-Impute",
     ]
     table = _shared.markdown_table(headers, rows)
@@ -208,13 +202,13 @@ def main():
         max_iter=args.max_iter,
         half=args.half,
         device=args.device,
-        gap=GAP,
+        gap=C.GAP,
     )
     _shared.write(
         "completion_synthetic", args.out, cfg, dict(summary=summary, runs=out), table
     )
     if not args.no_plots:
-        plot_gaps(out, sizes, f"{args.out}/completion_synthetic.png")
+        C.plot_gaps(out, sizes, f"{args.out}/completion_synthetic.png")
 
 
 if __name__ == "__main__":

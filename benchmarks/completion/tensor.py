@@ -23,13 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
 
-from _common import (
-    GAP,
-    plot_gaps,
-    reference_objective,
-    solve_each,
-    time_to_gap,
-)
+import _common as C
 
 import _shared
 from embedopt.completion import (
@@ -68,9 +62,9 @@ def run_one(m, rep, args):
 
     path = lambda_path(problem, postprocess=True, random_state=rep, n_lambdas=25)
     lam = path.best_lambda
-    f_ref = reference_objective(problem, lam, rep)
+    f_ref = C.reference_objective(problem, lam, rep)
     runs = {}
-    for name, (label, res, pp, pp_time) in solve_each(
+    for name, (label, res, pp, pp_time) in C.solve_each(
         problem,
         lam,
         METHODS,
@@ -79,7 +73,7 @@ def run_one(m, rep, args):
         time_limit=args.time_limit,
         seed=rep,
         f_star=f_ref,
-        stop_gap=GAP / 10,
+        stop_gap=C.GAP / 10,
     ).items():
         runs[name] = dict(
             label=label,
@@ -94,7 +88,7 @@ def run_one(m, rep, args):
         )
     f_star = min([f_ref] + [r["objective"] for r in runs.values()])
     for r in runs.values():
-        r["time_to_final"], r["iters_to_final"] = time_to_gap(r["history"], f_star)
+        r["time_to_final"], r["iters_to_final"] = C.time_to_gap(r["history"], f_star)
     return dict(
         m=m, rep=rep, lam=lam, sparsity=train.nnz / T.size, f_star=f_star, runs=runs
     )
@@ -167,8 +161,8 @@ def main():
             "NMSE (post-proc.)",
             "ranks",
             "post-proc. s",
-            f"iters to gap {GAP:g}",
-            f"s to gap {GAP:g}",
+            f"iters to gap {C.GAP:g}",
+            f"s to gap {C.GAP:g}",
             "time / AIS-Impute",
         ],
         rows,
@@ -182,7 +176,7 @@ def main():
         table,
     )
     if not args.no_plots:
-        plot_gaps(out, sizes, f"{args.out}/completion_tensor.png")
+        C.plot_gaps(out, sizes, f"{args.out}/completion_tensor.png")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,20 @@ import warnings
 import numpy as np
 import torch
 
+from embedopt.ordinal import batch_gd, sgd, svrg, svrg_sbb, svrg_sbb_pl
+
 torch.set_num_threads(1)
+
+#: The first-order methods every experiment compares (label, solver, options).
+STOCHASTIC_METHODS = [
+    ("Batch GD", batch_gd, {}),
+    ("SGD (b=20)", sgd, {"batch_size": 20}),
+    ("SVRG (b=20)", svrg, {"batch_size": 20}),
+    ("SVRG-SBB_0 (b=20)", svrg_sbb, {"epsilon": 0.0, "batch_size": 20}),
+    ("SVRG-SBB_eps b=20", svrg_sbb, {"batch_size": 20}),
+    ("SVRG-SBB_eps b=100", svrg_sbb, {"batch_size": 100}),
+    ("SVRG-SBB_eps PL (Alg. 2, b=100)", svrg_sbb_pl, {"batch_size": 100}),
+]
 
 
 def have_cblearn() -> bool:

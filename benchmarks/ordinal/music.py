@@ -40,18 +40,9 @@ from embedopt.data import (
     split_comparisons,
 )
 from embedopt.metrics import procrustes_align, procrustes_distance, triplet_error
-from embedopt.ordinal import batch_gd, projected_gd, sgd, svrg, svrg_sbb, svrg_sbb_pl
+from embedopt.ordinal import projected_gd, svrg_sbb
 
-METHODS = [
-    ("Batch GD", batch_gd, {}),
-    ("SGD (b=20)", sgd, {"batch_size": 20}),
-    ("SVRG (b=20)", svrg, {"batch_size": 20}),
-    ("SVRG-SBB_0 (b=20)", svrg_sbb, {"epsilon": 0.0, "batch_size": 20}),
-    ("SVRG-SBB_eps b=20", svrg_sbb, {"batch_size": 20}),
-    ("SVRG-SBB_eps b=100", svrg_sbb, {"batch_size": 100}),
-    ("SVRG-SBB_eps PL (Alg. 2, b=100)", svrg_sbb_pl, {"batch_size": 100}),
-    ("cvx (projected GD)", projected_gd, {}),
-]
+METHODS = [*C.STOCHASTIC_METHODS, ("cvx (projected GD)", projected_gd, {})]
 
 
 def music(losses, trials, epochs):

@@ -33,18 +33,9 @@ import numpy as np
 
 from embedopt.data import load_digits, make_class_triplets
 from embedopt.metrics import retrieval_scores
-from embedopt.ordinal import batch_gd, sgd, svrg, svrg_sbb, svrg_sbb_pl
 
 K = 60
-METHODS = [
-    ("Batch GD", batch_gd, {}),
-    ("SGD (b=20)", sgd, {"batch_size": 20}),
-    ("SVRG (b=20)", svrg, {"batch_size": 20}),
-    ("SVRG-SBB_0 (b=20)", svrg_sbb, {"epsilon": 0.0, "batch_size": 20}),
-    ("SVRG-SBB_eps b=20", svrg_sbb, {"batch_size": 20}),
-    ("SVRG-SBB_eps b=100", svrg_sbb, {"batch_size": 100}),
-    ("SVRG-SBB_eps PL (Alg. 2, b=100)", svrg_sbb_pl, {"batch_size": 100}),
-]
+METHODS = C.STOCHASTIC_METHODS
 
 
 def kernel_ridge(Xtr, Ytr, Xte, lam=1e-2):

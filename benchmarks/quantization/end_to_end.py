@@ -23,16 +23,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
-from _shared import (
-    RESULTS,
-    Timer,
-    device_info,
-    figure,
-    limit_threads,
-    markdown_table,
-    versions,
-    write_outputs,
-)
+import _shared
 
 METHODS = ("fixed", "cayley", "gcd-r", "gcd-g", "gcd-s")
 LABELS = {
@@ -64,7 +55,7 @@ def main(argv=None) -> int:
         help="retrieval loss over in-batch negatives (paper: hinge)",
     )
     args = p.parse_args(argv)
-    limit_threads(args.threads, environ=True)
+    _shared.limit_threads(args.threads, environ=True)
     import numpy as np
     from scipy import stats
 
@@ -98,7 +89,7 @@ def main(argv=None) -> int:
         base = None
         for m in methods:
             model = TwoTowerRetrieval(rotation=m, **common)
-            with Timer() as t:
+            with _shared.Timer() as t:
                 model.fit(
                     train,
                     user_features=feats.user_features,
@@ -164,7 +155,7 @@ def main(argv=None) -> int:
         f"seed), {args.loss} loss, retrieval through the index, training items "
         "excluded. p-values vs the baseline, paired t-test / one-way ANOVA over "
         "seeds. Fit seconds of the baseline include warm-up and warm start.\n\n"
-        + markdown_table(
+        + _shared.markdown_table(
             [
                 "method",
                 "p@100",
@@ -183,12 +174,12 @@ def main(argv=None) -> int:
         config=dict(
             vars(args), seeds=seeds, warmup=warm, index_steps=steps, ws_iter=ws_iter
         ),
-        versions=versions("faiss", "nanopq"),
-        device=device_info(),
+        versions=_shared.versions("faiss", "nanopq"),
+        device=_shared.device_info(),
         results=results,
     )
-    js, mdp = write_outputs(tag, payload, md)
-    plt = figure()
+    js, mdp = _shared.write_outputs(tag, payload, md)
+    plt = _shared.figure()
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for m in methods:
@@ -201,7 +192,7 @@ def main(argv=None) -> int:
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(RESULTS / f"{tag}.png", dpi=90)
+    fig.savefig(_shared.RESULTS / f"{tag}.png", dpi=90)
     print(md)
     print(f"wrote {js}, {mdp}")
     return 0

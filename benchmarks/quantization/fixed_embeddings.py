@@ -22,16 +22,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
-from _shared import (
-    RESULTS,
-    Timer,
-    device_info,
-    figure,
-    limit_threads,
-    markdown_table,
-    versions,
-    write_outputs,
-)
+import _shared
 
 # name -> ProductQuantizer options (all share K=256 and the k-means schedule).
 METHODS = {
@@ -161,10 +152,10 @@ def run_ours(name, opts, data, M, gt, seed, iters):
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        with Timer() as t:
+        with _shared.Timer() as t:
             pq.fit(data["train"], validation=data["heldout"])
     codes = pq.encode(data["base"])
-    with Timer() as ts:
+    with _shared.Timer() as ts:
         _, ids = pq.search(data["queries"], codes, k=100)
     h = pq.history_
     return dict(
@@ -193,7 +184,7 @@ def run_faiss(data, M, gt, seed, iters):
     ipq.pq.cp.seed = seed
     index = faiss.IndexPreTransform(opq, ipq)
     train = np.ascontiguousarray(data["train"], dtype=np.float32)
-    with Timer() as t:
+    with _shared.Timer() as t:
         index.train(train)
 
     def rec(X):
@@ -201,7 +192,7 @@ def run_faiss(data, M, gt, seed, iters):
         return index.sa_decode(index.sa_encode(X))
 
     index.add(np.ascontiguousarray(data["base"], dtype=np.float32))
-    with Timer() as ts:
+    with _shared.Timer() as ts:
         _, ids = index.search(np.ascontiguousarray(data["queries"]), 100)
     return dict(
         train_distortion=_distortion(data["train"], rec(data["train"])),
@@ -218,14 +209,14 @@ def run_nanopq(data, M, gt, seed, iters):
 
     opq = nanopq.OPQ(M=M, Ks=256, verbose=False)
     train = np.ascontiguousarray(data["train"], dtype=np.float32)
-    with Timer() as t:
+    with _shared.Timer() as t:
         opq.fit(train, pq_iter=20, rotation_iter=iters, seed=seed)
 
     def rec(X):
         return opq.decode(opq.encode(np.ascontiguousarray(X, dtype=np.float32)))
 
     codes = opq.encode(np.ascontiguousarray(data["base"], dtype=np.float32))
-    with Timer() as ts:
+    with _shared.Timer() as ts:
         ids = np.empty((data["queries"].shape[0], 100), np.int64)
         for q, x in enumerate(data["queries"]):
             dist = opq.dtable(np.ascontiguousarray(x, dtype=np.float32)).adist(codes)
@@ -248,7 +239,7 @@ def _summary(runs, key):
 
 
 def _plot(results, configs, path):
-    plt = figure()
+    plt = _shared.figure()
     import numpy as np
 
     fig, axes = plt.subplots(
@@ -317,7 +308,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-peers", action="store_true")
     p.add_argument("--M", default=None, help="comma list of M (default: both)")
     args = p.parse_args(argv)
-    limit_threads(args.threads, environ=True)
+    _shared.limit_threads(args.threads, environ=True)
     import numpy as np
 
     seeds = args.seeds or (2 if args.quick else 10)
@@ -402,7 +393,7 @@ def main(argv=None) -> int:
             )
         md.append(f"\n## {cfg}\n\n")
         md.append(
-            markdown_table(
+            _shared.markdown_table(
                 [
                     "method",
                     "train distortion",
@@ -455,14 +446,14 @@ def main(argv=None) -> int:
                 k: {kk: str(vv) for kk, vv in v.items()} for k, v in methods.items()
             },
         ),
-        versions=versions("faiss", "nanopq"),
-        device=device_info(),
+        versions=_shared.versions("faiss", "nanopq"),
+        device=_shared.device_info(),
         results=results,
     )
-    js, mdp = write_outputs(tag, payload, "".join(md))
-    _plot(results, configs, RESULTS / f"{tag}.png")
+    js, mdp = _shared.write_outputs(tag, payload, "".join(md))
+    _plot(results, configs, _shared.RESULTS / f"{tag}.png")
     print("".join(md))
-    print(f"wrote {js}, {mdp}, {RESULTS / (tag + '.png')}")
+    print(f"wrote {js}, {mdp}, {_shared.RESULTS / (tag + '.png')}")
     return 0
 
 

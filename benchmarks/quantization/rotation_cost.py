@@ -29,15 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
-from _shared import (
-    RESULTS,
-    device_info,
-    figure,
-    limit_threads,
-    markdown_table,
-    versions,
-    write_outputs,
-)
+import _shared
 
 
 def _median_time(fn, repeats, sync):
@@ -143,7 +135,7 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--repeats", type=int, default=None)
     args = p.parse_args(argv)
-    limit_threads(args.threads, environ=True)
+    _shared.limit_threads(args.threads, environ=True)
     import torch
 
     ns = (64, 128, 256) if args.quick else (64, 128, 256, 512, 1024)
@@ -186,15 +178,16 @@ def main(argv=None) -> int:
                     ]
                 )
         md.append(f"\n## {dev}\n\n")
-        md.append(markdown_table(["operation"] + [f"n={n}" for n in ns], rows) + "\n")
+        header = ["operation"] + [f"n={n}" for n in ns]
+        md.append(_shared.markdown_table(header, rows) + "\n")
     payload = dict(
         config=dict(ns=ns, repeats=repeats, threads=args.threads, quick=args.quick),
-        versions=versions("faiss", "nanopq"),
-        device=device_info(),
+        versions=_shared.versions("faiss", "nanopq"),
+        device=_shared.device_info(),
         results=results,
     )
-    js, mdp = write_outputs(tag, payload, "".join(md))
-    plt = figure()
+    js, mdp = _shared.write_outputs(tag, payload, "".join(md))
+    plt = _shared.figure()
 
     fig, ax = plt.subplots(figsize=(7, 5))
     for k in (
@@ -212,7 +205,7 @@ def main(argv=None) -> int:
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(RESULTS / f"{tag}.png", dpi=90)
+    fig.savefig(_shared.RESULTS / f"{tag}.png", dpi=90)
     print("".join(md))
     print(f"wrote {js}, {mdp}")
     return 0
