@@ -17,8 +17,11 @@ quantize
     .fvecs file; prints the distortion per iteration of each method.
 
 One module per command (``completion``, ``ordinal``, ``quantization``), each with
-``add_parser(sub)`` and ``run(args)``; options and printing helpers they share
-are in ``_common``.
+``COMMAND``, ``HELP`` and ``DESCRIPTION`` (the sub-command's name and texts),
+``add_arguments(parser)`` (adds its options to an ``argparse.ArgumentParser``)
+and ``run(args) -> int`` (runs it on the parsed ``argparse.Namespace``, prints
+its tables and returns the exit status); ``_parser`` lists them. Options and
+printing helpers they share are in ``_common``.
 """
 
 from ._parser import build_parser, main
