@@ -55,7 +55,7 @@ def setup(args) -> None:
 
 
 def limit_threads(n: int, *, environ: bool = False) -> bool:
-    """Run torch, the BLAS of NumPy / SciPy and faiss on ``n`` threads.
+    """Run torch, the BLAS of NumPy / SciPy and faiss (if used) on ``n`` threads.
 
     Every method of a comparison must run on the same number of cores. On a
     shared, loaded machine, oversubscribed BLAS threads otherwise stall for tens
@@ -89,12 +89,15 @@ def limit_threads(n: int, *, environ: bool = False) -> bool:
     import torch
 
     torch.set_num_threads(n)
-    try:
-        import faiss
-    except ImportError:
-        pass
-    else:
-        faiss.omp_set_num_threads(n)
+    # faiss only where a benchmark uses it (environ=True) or has loaded it: its
+    # import is not free and brings its own OpenMP runtime.
+    if environ or "faiss" in sys.modules:
+        try:
+            import faiss
+        except ImportError:
+            pass
+        else:
+            faiss.omp_set_num_threads(n)
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
