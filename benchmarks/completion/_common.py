@@ -1,0 +1,118 @@
+"""Pieces shared by the matrix/tensor completion benchmarks."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+import _shared
+from embedopt import ConvergenceWarning
+from embedopt.completion import method_options, postprocess, proximal_completion
+
+#: Relative objective gap that counts as "reached the final objective".
+GAP = 1e-4
+
+
+def solve_each(
+    problem,
+    lam,
+    methods,
+    *,
+    tol,
+    max_iter,
+    seed,
+    refit=True,
+    f_star=None,
+    stop_gap=None,
+    time_limit=None,
+):
+    """Run each named solver from scratch at ``lam``; post-process the results.
+
+    With ``f_star`` and ``stop_gap``, a solver stops as soon as its objective is
+    within ``stop_gap`` (relative) of ``f_star``: the comparison needs each
+    method to reach the final objective, not to run its own tolerance out.
+    ``time_limit`` (solver seconds) bounds slow baselines.
+
+    Returns a dict: method -> (label, SolverResult, post-processed factors,
+    post-processing seconds). ``refit=False`` skips post-processing.
+    """
+
+    def stop(state):
+        if time_limit is not None and state.elapsed > time_limit:
+            return True
+        if f_star is None or stop_gap is None:
+            return False
+        return (state.objective - f_star) / abs(f_star) <= stop_gap
+
+    out = {}
+    for key in methods:
+        method = method_options(key)
+        label = method["name"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res = proximal_completion(
+                problem,
+                lam,
+                **method,
+                tol=tol,
+                max_iter=max_iter,
+                random_state=seed,
+                callback=stop,
+            )
+        t0 = time.perf_counter()
+        if not refit:
+            fac = res.x
+        elif isinstance(res.x, tuple):
+            fac = postprocess(problem, *res.x)
+        else:
+            fac = postprocess(problem, res.x)
+        out[key] = (label, res, fac, time.perf_counter() - t0)
+    return out
+
+
+def reference_objective(problem, lam, seed, max_iter=5000):
+    """F*: AIS-Impute run to a tight tolerance (relative change 1e-10)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = proximal_completion(
+            problem,
+            lam,
+            tol=1e-10,
+            max_iter=max_iter,
+            random_state=seed,
+            name="reference",
+        )
+    return float(res.history["objective"].min())
+
+
+def time_to_gap(history, f_star, gap=GAP):
+    """Seconds and iterations until ``(F - F*) / |F*| <= gap`` (NaN if never)."""
+    rel = (history["objective"] - f_star) / abs(f_star)
+    hit = np.flatnonzero(rel <= gap)
+    if hit.size == 0:
+        return float("nan"), float("nan")
+    return float(history["time"][hit[0]]), int(history["iteration"][hit[0]])
+
+
+def plot_gaps(out, sizes, path):
+    """Objective gap vs time (top) and iterations (bottom), one column per size."""
+    plt = _shared.figure()
+    fig, axes = plt.subplots(
+        2, len(sizes), figsize=(4.5 * len(sizes), 7), squeeze=False
+    )
+    for j, m in enumerate(sizes):
+        r = next(x for x in out if x["m"] == m)
+        for run in r["runs"].values():
+            h = run["history"]
+            gap = np.maximum((h["objective"] - r["f_star"]) / abs(r["f_star"]), 1e-12)
+            axes[0, j].semilogy(h["time"], gap, label=run["label"])
+            axes[1, j].semilogy(h["iteration"], gap, label=run["label"])
+        axes[0, j].set(
+            title=f"m = {m}", xlabel="seconds", ylabel="(F - F*) / F*", xscale="log"
+        )
+        axes[1, j].set(xlabel="iterations", ylabel="(F - F*) / F*")
+    axes[0, 0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)

@@ -1,0 +1,213 @@
+"""``embedopt ordinal``: ordinal embedding from triplets with SVRG-SBB."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import (
+    add_data_options,
+    add_run_options,
+    fit_recording,
+    load_csv,
+    report_warnings,
+    table_rows,
+    write_json,
+)
+
+_ORDINAL_DATA = ("synthetic", "music", "eurodist")
+
+
+def _names():
+    """(loss names, solver names) offered by ``--loss`` / ``--solver``."""
+    from ..ordinal import LOSSES, SOLVERS
+
+    return sorted(LOSSES), sorted(SOLVERS)
+
+
+COMMAND = "ordinal"
+HELP = (
+    "ordinal embedding from triplets with SVRG-SBB (default: the paper's "
+    "synthetic problem)"
+)
+DESCRIPTION = (
+    "Learn an embedding from triplet comparisons with SVRG-SBB (or a "
+    "baseline), print the convergence table (per epoch: gradient passes, "
+    "time, objective, step size, held-out triplet error) and the final "
+    "held-out triplet error. Synthetic (Ma et al., Sec. 5.1, Table I): "
+    "points from N(0, I/20) in 10-d, random training and held-out "
+    "triplets. music: the aset400 artist triplets, 80/20 split, p = 9 "
+    "(Sec. 5.3). eurodist: 2,000 random triplets of the road distances "
+    "for training, all others held out, p = 2 (Sec. 5.2). CSV: 'i,j,k' or "
+    "'i,j,l,k' lines of oriented comparisons (header allowed), 80/20."
+)
+
+
+def add_arguments(p) -> None:
+    """Add the options of ``embedopt ordinal`` to the parser ``p``."""
+    losses, solvers = _names()
+    add_data_options(p, _ORDINAL_DATA)
+    p.add_argument(
+        "--n-objects", type=int, default=100, help="synthetic objects (default: 100)"
+    )
+    p.add_argument(
+        "--dims", type=int, default=10, help="synthetic dimension (default: 10)"
+    )
+    p.add_argument(
+        "--n-train",
+        type=int,
+        default=10_000,
+        help="synthetic training triplets (default: 10000)",
+    )
+    p.add_argument(
+        "--n-test",
+        type=int,
+        default=10_000,
+        help="synthetic held-out triplets (default: 10000)",
+    )
+    p.add_argument(
+        "--n-components",
+        type=int,
+        default=None,
+        help="embedding dimension (default: 10 synthetic, 9 music, 2 otherwise)",
+    )
+    p.add_argument("--loss", default="ste", choices=losses)
+    p.add_argument("--solver", default="svrg_sbb", choices=solvers)
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument(
+        "--epsilon",
+        type=float,
+        default=None,
+        help="SBB epsilon (in units of r / n_objects unless --absolute-epsilon)",
+    )
+    p.add_argument(
+        "--absolute-epsilon",
+        action="store_true",
+        help="use --epsilon as the absolute epsilon of eq. (17)",
+    )
+    p.add_argument(
+        "--update-frequency",
+        type=int,
+        default=None,
+        help="m, comparisons per epoch (default: all)",
+    )
+    p.add_argument(
+        "--learning-rate", default="auto", help="first/fixed step, or 'auto'"
+    )
+    p.add_argument("--max-iter", type=int, default=30, help="epochs (default: 30)")
+    add_run_options(p, "epoch")
+
+
+def _load(args):
+    from ..data import (
+        Comparisons,
+        load_eurodist,
+        load_music_triplets,
+        make_planted_embedding,
+        make_random_triplets,
+        split_comparisons,
+    )
+
+    rng = np.random.default_rng(args.seed)
+    if args.data == "synthetic":
+        prob = make_planted_embedding(
+            args.n_objects,
+            args.dims,
+            n_train=args.n_train,
+            n_test=args.n_test,
+            random_state=rng,
+        )
+        return prob.train, prob.test, args.dims
+    if args.data == "music":
+        comps = load_music_triplets(args.data_dir).comparisons
+        return (*split_comparisons(comps, (0.8, 0.2), random_state=rng), 9)
+    if args.data == "eurodist":
+        from ..data import make_all_triplets
+
+        D = load_eurodist(args.data_dir).distances
+        every = make_all_triplets(distances=D)
+        train = make_random_triplets(distances=D, n_triplets=2000, random_state=rng)
+        seen = {tuple(t) for t in train.indices}
+        test_idx = [t for t in every.indices if tuple(t) not in seen]
+        return train, Comparisons(np.array(test_idx)), 2
+    comps = Comparisons(load_csv(args.data))
+    return (*split_comparisons(comps, (0.8, 0.2), random_state=rng), 2)
+
+
+def _model(args, p):
+    from ..ordinal import OrdinalEmbedding
+
+    lr = (
+        args.learning_rate
+        if args.learning_rate == "auto"
+        else float(args.learning_rate)
+    )
+    extra = {}
+    if args.batch_size is not None:
+        extra["batch_size"] = args.batch_size
+    if args.epsilon is not None:
+        extra["epsilon"] = args.epsilon
+    return OrdinalEmbedding(
+        p,
+        loss=args.loss,
+        solver=args.solver,
+        update_frequency=args.update_frequency,
+        relative_epsilon=not args.absolute_epsilon,
+        learning_rate=lr,
+        max_iter=args.max_iter,
+        tol=args.tol,
+        random_state=args.seed,
+        device=args.device,
+        dtype=args.dtype,
+        **extra,
+    )
+
+
+def run(args) -> int:
+    """Run ``embedopt ordinal``; return the exit status."""
+    train, test, default_p = _load(args)
+    p = args.n_components or default_p
+    model = _model(args, p)
+    print(
+        f"data: {args.data}  objects={train.n_objects}  train={len(train)}  "
+        f"held-out={len(test)}  p={p}  loss={args.loss}  solver={args.solver}"
+    )
+    total, caught = fit_recording(
+        model.fit, train, n_objects=train.n_objects, validation=test
+    )
+    h = model.history_
+    print(
+        f"\n{'epoch':>5} {'passes':>7} {'time(s)':>8} {'objective':>12} "
+        f"{'step':>10} {'held-out err':>13}"
+    )
+    for i in table_rows(len(h["iteration"]), args.every):
+        print(
+            f"{int(h['iteration'][i]):>5} {h['passes'][i]:>7.1f} {h['time'][i]:>8.3f} "
+            f"{h['objective'][i]:>12.6g} {h['step_size'][i]:>10.4g} "
+            f"{h['val_error'][i]:>13.4f}"
+        )
+    err = 1.0 - model.score(test)
+    hit = np.flatnonzero(h["val_error"] < 0.15)
+    print(
+        f"\nheld-out triplet error = {err:.4f}   epochs = {model.n_iter_} "
+        f"({model.stop_reason_})   solver time = {h['time'][-1]:.3f}s   "
+        f"total fit time = {total:.2f}s"
+    )
+    if hit.size:
+        print(
+            f"held-out error < 0.15 after {h['time'][hit[0]]:.3f}s "
+            f"(epoch {int(h['iteration'][hit[0]])})"
+        )
+    report_warnings(caught)
+    if args.json:
+        out = {
+            "data": args.data,
+            "loss": args.loss,
+            "solver": args.solver,
+            "n_components": p,
+            "test_error": err,
+            "n_iter": model.n_iter_,
+            "fit_seconds": total,
+            "history": {k: v.tolist() for k, v in h.items()},
+        }
+        write_json(args.json, out)
+    return 0
