@@ -14,36 +14,24 @@ quantization
 data
     Containers, splits, synthetic generators and dataset loaders.
 linalg
-    Sparse patterns, structured operators, singular value thresholding.
+    Sparse patterns, structured operators, singular value thresholding,
+    conjugate gradient, PSD projections, point (tuple-of-tensor) arithmetic.
 nn
     Towers (id embeddings, MLPs over side features), pair scores and
     retrieval losses shared by the two-tower models.
 optim
-    Solver results, progress, stopping rules, momentum, L-BFGS, step-size
-    rules, SVRG / SGD / gradient descent for finite sums.
+    Solver results, progress, stopping rules; the accelerated proximal
+    gradient loop (momentum, restart, continuation); line search,
+    Newton-CG, L-BFGS; SVRG / SGD / gradient descent for finite sums;
+    minibatch training.
 metrics
     Error metrics.
 """
 
-from ._core import (
-    ConvergenceWarning,
-    DataValidationError,
-    DeviceUnavailableError,
-    EmbedoptError,
-    InvalidParameterError,
-    NotFittedError,
-    NumericalInstabilityError,
-)
+# The exception and warning classes every package raises, at the top level.
+from ._core import exceptions as _exceptions
+from ._core.exceptions import *  # noqa: F403
 
 __version__ = "0.1.0.dev0"
 
-__all__ = [
-    "ConvergenceWarning",
-    "DataValidationError",
-    "DeviceUnavailableError",
-    "EmbedoptError",
-    "InvalidParameterError",
-    "NotFittedError",
-    "NumericalInstabilityError",
-    "__version__",
-]
+__all__ = [*_exceptions.__all__, "__version__"]

@@ -90,3 +90,14 @@ def test_exact_svd_baselines_refuse_power_method_options(data):
     for solver in (soft_impute, apg):
         with pytest.raises(InvalidParameterError, match="no 'power_iters' parameter"):
             solver(tr, 2.0, power_iters=2)
+
+
+def test_path_functions_check_the_options_they_pass_on(data):
+    tr, va = data
+    with pytest.raises(InvalidParameterError, match="'max_iter' parameter of lambda"):
+        lambda_path(tr, va, max_iter=0)
+    with pytest.raises(InvalidParameterError, match="unexpected option 'max_iters'"):
+        lambda_path(tr, va, max_iters=10)
+    prob = CompletionProblem(tr)
+    with pytest.raises(InvalidParameterError, match="'tol' parameter of fit_path"):
+        fit_path(prob, lam=1.0, tol=-1.0)

@@ -28,6 +28,7 @@ from .postprocess import postprocess as _postprocess
 from .problem import CompletionProblem, _as_problem
 from .solvers import (
     SOLVERS,
+    check_solver_options,
     default_mode_weights,
     method_options,
     proximal_completion,
@@ -113,15 +114,9 @@ def lambda_path(
     shape=None,
     device="auto",
     dtype=None,
-    max_iter: int = 500,
-    tol: float = 1e-4,
-    lam_decay: float = 0.85,
-    power_iters: int = 3,
-    max_rank: int | None = None,
     mode_weights=None,
     random_state=None,
-    verbose: int = 0,
-    callback=None,
+    **solver_options,
 ) -> PathResult:
     """Solve along a decreasing lambda grid and select lambda on validation data.
 
@@ -157,10 +152,12 @@ def lambda_path(
         set is small and its curve noisy.
     loss, shape, device, dtype
         See :class:`CompletionProblem`.
-    max_iter, tol, lam_decay, power_iters, max_rank, mode_weights, random_state,
-    verbose, callback
-        Passed to the solver (see :func:`ais_impute`; ``mode_weights`` for
-        tensors).
+    mode_weights : sequence of float, optional
+        Tensors: ``lambda_d = lam * mode_weights[d]`` (also scales the grid).
+    random_state : None, int, numpy Generator or RandomState
+    **solver_options
+        ``max_iter``, ``tol``, ``lam_decay``, ``power_iters``, ``max_rank``,
+        ``verbose``, ``callback`` of each solve (see :func:`ais_impute`).
 
     Returns
     -------
@@ -177,6 +174,7 @@ def lambda_path(
         ),
         _PATH_CONSTRAINTS,
     )
+    check_solver_options("lambda_path", solver_options)
     problem: CompletionProblem = _as_problem(
         X, loss=loss, validation=validation, shape=shape, device=device, dtype=dtype
     )
@@ -197,18 +195,12 @@ def lambda_path(
             problem,
             float(lam),
             **method,
-            max_iter=max_iter,
-            tol=tol,
-            lam_decay=lam_decay,
             lam_start=lam_prev,
-            power_iters=power_iters,
             mode_weights=mode_weights,
-            max_rank=max_rank,
             init=init,
             random_state=rs.spawn(),
-            verbose=verbose,
-            callback=callback,
             name=f"{name} (lambda={lam:.4g})",
+            **solver_options,
         )
         fac, score, used = _score(problem, res.x, postprocess, higher_better)
         lams.append(float(lam))
@@ -369,6 +361,7 @@ def fit_path(
     validate_params(
         "fit_path", dict(lam=lam, refit_problem=refit_problem), _FIT_CONSTRAINTS
     )
+    check_solver_options("fit_path", solver_options)
     rs = resolve_random_state(random_state, "fit_path")
     method = method_options(solver)
     if lam != "auto":

@@ -55,6 +55,7 @@ __all__ = [
     "ais_impute",
     "ais_impute_exact",
     "apg",
+    "check_solver_options",
     "default_mode_weights",
     "get_solver",
     "method_options",
@@ -596,6 +597,44 @@ _COMMON_CONSTRAINTS = {
     "exact_svt": ["boolean"],
     "momentum": [Options(MOMENTUM)],
 }
+
+
+#: Options of each solve that the path functions pass through.
+_PASSED_OPTIONS = (
+    "max_iter",
+    "tol",
+    "lam_decay",
+    "power_iters",
+    "max_rank",
+    "adaptive_rank",
+    "verbose",
+    "callback",
+)
+
+
+def check_solver_options(owner: str, options: dict) -> None:
+    """Validate options passed through to each solve, before any work.
+
+    Parameters
+    ----------
+    owner : str
+        The function receiving them (named in errors).
+    options : dict
+        ``max_iter``, ``tol``, ``lam_decay``, ``power_iters``, ``max_rank``,
+        ``adaptive_rank``, ``verbose``, ``callback``.
+
+    Raises
+    ------
+    InvalidParameterError
+        For an unknown option or an invalid value.
+    """
+    for key in options:
+        if key not in _PASSED_OPTIONS:
+            raise InvalidParameterError(
+                f"{owner} got an unexpected option {key!r}; the options passed "
+                f"to each solve are {', '.join(_PASSED_OPTIONS)}."
+            )
+    validate_params(owner, options, _COMMON_CONSTRAINTS)
 
 
 def _run(
