@@ -433,11 +433,9 @@ def proximal_completion(
         SVT strategy (see :data:`SVT_METHODS`).
     momentum : {"nesterov_restart", "none"}
         Momentum schedule (see :data:`embedopt.optim.MOMENTUM`).
-    max_iter, tol : int, float
-        Stop when the relative change of the objective is below ``tol`` (the
-        paper uses 1e-4) once the continuation has ended, or after ``max_iter``.
-    lam_decay : float
-        nu in (0, 1): ``lambda_t = (lambda_hat - lambda) nu^(t-1) + lambda``.
+    max_iter, tol, lam_decay, power_iters, max_rank, adaptive_rank
+        As in :func:`ais_impute` (``tol`` is tested once the continuation
+        has ended; ``max_rank`` caps every mode).
     lam_start : float, optional
         lambda_hat, in the units of ``lam`` (for tensors mode d continues from
         ``lam_start * mode_weights[d]``, i.e. Algorithm 4's single lambda_hat is
@@ -446,17 +444,6 @@ def proximal_completion(
         value of the (unfolded, weight-scaled) loss gradient at the initial
         point, so the first iterate is already nonzero; with ``init`` given, no
         continuation unless set.
-    power_iters : int
-        J, power iterations per approximate SVT (paper: 3).
-    max_rank : int, optional
-        Cap on the rank of the iterates (per mode; None: no cap).
-    adaptive_rank : bool
-        With ``svt="approx"``: cap the power method's basis at an adaptive
-        rank that starts at ``max(10, 2 rank(init))`` and grows while it is
-        below twice the thresholded rank (see :class:`ApproxSVT`; the fixed
-        point is unchanged). False gives the paper's pseudo-code basis
-        ``QR([V_t, V_{t-1}])``, whose rank can double per iteration in the
-        middle of the continuation.
     init : tuple (U, s, V) or list of them (tensors), optional
         Warm start ``X_0 = X_1``.
     weights : torch.Tensor, optional
@@ -471,20 +458,13 @@ def proximal_completion(
         nuclear norm, IRNN); the objective is then ``f + lambda r(X)``.
         Excludes ``weights`` and ``linear``. Matrices only.
     mode_weights : sequence of float, optional
-        Tensors: ``lambda_d = lam * mode_weights[d]``. Default
-        ``sqrt(max_k I_k / I_d)``, the scaled latent nuclear norm's
-        ``1 / sqrt(I_d)`` up to a constant; for an m x m x 3 tensor this is the
-        paper's ``(1, 1, sqrt(m / 3))`` (Sec. 5.6).
+        Tensors: ``lambda_d = lam * mode_weights[d]`` (see :func:`ais_impute`).
     step_size : float, optional
         mu. Default: the paper's ``1 / rho`` for matrices (Proposition 3.1) and
-        ``1 / (sqrt(D) rho)`` for D-way tensors (Algorithm 4, Proposition 4.2).
-        Note that f in (31) is in fact ``D rho``-smooth in the worst case (all
-        components moving together), so the tensor default exceeds ``1 / L``;
-        it is below ``2 / L`` for D <= 4, and the restart test guards the
-        accelerated iteration. Measured on the Sec. 5.6 problem (m = 500):
-        ``1 / (D rho)`` needed 745 iterations, ``1 / (sqrt(D) rho)`` 553, to the
-        same objective (relative difference 1e-6). Pass ``1 / (D rho)`` for the
-        provably safe step.
+        ``1 / (sqrt(D) rho)`` for D-way tensors (Algorithm 4, Proposition 4.2),
+        although f in (31) is ``D rho``-smooth in the worst case: below
+        ``2 / L`` for D <= 4, guarded by the restart test, and 1.35x fewer
+        iterations than ``1 / (D rho)`` (the provably safe step) on Sec. 5.6.
     random_state : None, int or numpy Generator
     verbose : int
     callback : callable, optional
