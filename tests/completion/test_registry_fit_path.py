@@ -101,3 +101,13 @@ def test_path_functions_check_the_options_they_pass_on(data):
     prob = CompletionProblem(tr)
     with pytest.raises(InvalidParameterError, match="'tol' parameter of fit_path"):
         fit_path(prob, lam=1.0, tol=-1.0)
+
+
+def test_nonconvex_solvers_check_their_inner_options(data):
+    from embedopt.completion import dc_completion, irnn
+
+    tr, _ = data
+    with pytest.raises(InvalidParameterError, match="unexpected option 'max_iters'"):
+        dc_completion(tr, 1.0, max_iters=3)
+    with pytest.raises(InvalidParameterError, match="'tol' parameter of irnn"):
+        irnn(tr, 1.0, tol=-1.0)

@@ -29,7 +29,12 @@ from .._core import (
 from ..optim import IterationMonitor, SolverResult
 from .problem import _as_problem
 from .regularizers import TruncatedNuclearNorm, get_regularizer
-from .solvers import SOLVERS, method_options, proximal_completion
+from .solvers import (
+    SOLVERS,
+    check_solver_options,
+    method_options,
+    proximal_completion,
+)
 
 __all__ = ["dc_completion", "irnn"]
 
@@ -38,8 +43,6 @@ _CONSTRAINTS = {
     "solver": [Options(SOLVERS)],
     "max_outer_iter": [Interval(int, 1, None)],
     "outer_tol": [Interval(float, 0, None)],
-    "max_iter": [Interval(int, 1, None)],
-    "tol": [Interval(float, 0, None)],
 }
 
 
@@ -57,17 +60,13 @@ def dc_completion(
     shape=None,
     max_outer_iter: int = 20,
     outer_tol: float = 1e-4,
-    max_iter: int = 500,
-    tol: float = 1e-4,
-    lam_decay: float = 0.85,
-    power_iters: int = 3,
-    max_rank: int | None = None,
     init=None,
     random_state=None,
     device="auto",
     dtype=None,
     verbose: int = 0,
     callback=None,
+    **inner_options,
 ) -> SolverResult:
     """Nonconvex completion by DC programming with a convex inner solver.
 
@@ -92,12 +91,13 @@ def dc_completion(
     max_outer_iter, outer_tol : int, float
         DC iterations and the relative change of the nonconvex objective that
         stops them.
-    max_iter, tol, lam_decay, power_iters, max_rank
-        Inner solver settings (see :func:`ais_impute`).
     init : tuple (U, s, V), optional
         ``X_0``; default: the nuclear-norm solution at the same lambda.
     random_state, verbose, callback
         See :func:`ais_impute`; the callback is called per outer iteration.
+    **inner_options
+        ``max_iter``, ``tol``, ``lam_decay``, ``power_iters``, ``max_rank`` of
+        each inner solve (see :func:`ais_impute`).
 
     Returns
     -------
@@ -109,15 +109,11 @@ def dc_completion(
     validate_params(
         "dc_completion",
         dict(
-            lam=lam,
-            solver=solver,
-            max_outer_iter=max_outer_iter,
-            outer_tol=outer_tol,
-            max_iter=max_iter,
-            tol=tol,
+            lam=lam, solver=solver, max_outer_iter=max_outer_iter, outer_tol=outer_tol
         ),
         _CONSTRAINTS,
     )
+    check_solver_options("dc_completion", inner_options)
     problem = _as_problem(
         X, loss=loss, validation=validation, shape=shape, device=device, dtype=dtype
     )
@@ -125,14 +121,7 @@ def dc_completion(
     rs = resolve_random_state(random_state, "dc_completion")
     method = method_options(solver)
     label = method.pop("name")
-    inner = dict(
-        **method,
-        max_iter=max_iter,
-        tol=tol,
-        lam_decay=lam_decay,
-        power_iters=power_iters,
-        max_rank=max_rank,
-    )
+    inner = {**method, **inner_options}
     monitor = IterationMonitor(
         f"DC({label})",
         max_outer_iter,
@@ -191,6 +180,8 @@ def irnn(
     shape=None,
     device="auto",
     dtype=None,
+    init=None,
+    random_state=None,
     **options,
 ) -> SolverResult:
     """Iteratively reweighted nuclear norm (IRNN, Lu et al.): the nonconvex baseline.
@@ -204,19 +195,20 @@ def irnn(
     Parameters
     ----------
     X, lam, regularizer, rank, theta, solver, loss, validation, shape, device,
-    dtype
+    dtype, init, random_state
         As in :func:`dc_completion`.
     **options
         ``max_iter``, ``tol`` (of the single loop), ``lam_decay``,
-        ``power_iters``, ``max_rank``, ``init``, ``random_state``, ``verbose``,
-        ``callback`` of :func:`proximal_completion`.
+        ``power_iters``, ``max_rank``, ``verbose``, ``callback`` of
+        :func:`proximal_completion`.
 
     Returns
     -------
     SolverResult
         History: objective ``f + lambda r(X)`` per iteration, rank, ...
     """
-    validate_params("irnn", dict(lam=lam, solver=solver, **options), _CONSTRAINTS)
+    validate_params("irnn", dict(lam=lam, solver=solver), _CONSTRAINTS)
+    check_solver_options("irnn", options)
     problem = _as_problem(
         X, loss=loss, validation=validation, shape=shape, device=device, dtype=dtype
     )
@@ -224,7 +216,14 @@ def irnn(
     method = method_options(solver)
     del method["name"]
     return proximal_completion(
-        problem, lam, **method, regularizer=reg, name=f"IRNN[{reg.name}]", **options
+        problem,
+        lam,
+        **method,
+        init=init,
+        random_state=random_state,
+        regularizer=reg,
+        name=f"IRNN[{reg.name}]",
+        **options,
     )
 
 
