@@ -133,3 +133,24 @@ def test_tensor_completion_estimator():
     np.testing.assert_allclose(dense[tuple(te.indices.T)], pred)
     with pytest.raises(DataValidationError, match="MatrixCompletion"):
         TensorCompletion().fit(([0, 1], [1, 0], [1.0, 2.0]))
+
+
+def test_four_way_tensor_with_default_lambda_path():
+    # lam="auto" scores every path step on validation entries: with four modes
+    # the per-mode factors used to be read as one (U, s, V) triple (issue 14).
+    from embedopt.completion import CompletionProblem, TensorCompletion
+    from embedopt.data import ObservedEntries, split_entries
+
+    rng = np.random.default_rng(0)
+    shape = (6, 5, 4, 3)
+    idx = np.unique(np.stack([rng.integers(0, s, 400) for s in shape], 1), axis=0)
+    entries = ObservedEntries(idx, rng.standard_normal(len(idx)), shape)
+    model = TensorCompletion(random_state=0, n_lambdas=3).fit(entries)
+    assert len(model.ranks_) == 4 and np.isfinite(model.predict(idx)).all()
+    tr, va = split_entries(entries, (0.8, 0.2), random_state=0)
+    prob = CompletionProblem(tr, validation=va)
+    factors = [
+        (torch.ones(n, 1), torch.ones(1), torch.ones(m, 1))
+        for n, m in [(6, 60), (5, 72), (4, 90), (3, 120)]
+    ]
+    assert prob.validation_score(factors) == prob.validation_score(*factors)

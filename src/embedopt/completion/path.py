@@ -266,11 +266,11 @@ def _score(problem: CompletionProblem, factors, postprocess, higher_better):
     """Validation score of the raw and/or post-processed solution; the better."""
     raw_score = None
     if postprocess is not True:
-        raw_score = problem.validation_score(*factors)
+        raw_score = problem.validation_score(factors)
         if postprocess is False:
             return factors, raw_score, False
     pp = _postprocess_any(problem, factors)
-    pp_score = problem.validation_score(*pp)
+    pp_score = problem.validation_score(pp)
     if raw_score is None:
         return pp, pp_score, True
     better = pp_score > raw_score if higher_better else pp_score < raw_score

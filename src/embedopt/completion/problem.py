@@ -194,10 +194,27 @@ class CompletionProblem:
         return float(torch.sqrt(((pred - y).double() ** 2).mean()))
 
     def validation_score(self, *factors) -> float:
-        """Validation metric of the model (``U, s, V`` or a list of factors)."""
+        """Validation metric of the model.
+
+        Parameters
+        ----------
+        *factors
+            ``U, s, V`` of a matrix, ``(U, s, V)``, the list of per-mode
+            ``(U_d, s_d, V_d)`` of a tensor, or those per-mode triples unpacked.
+
+        Returns
+        -------
+        float
+            RMSE (accuracy for +/-1 losses); NaN without validation entries.
+        """
         if self.validation is None:
             return float("nan")
-        f = factors if len(factors) == 3 else factors[0]
+        if len(factors) == 1:
+            f = factors[0]
+        elif len(factors) == 3 and torch.is_tensor(factors[1]):
+            f = factors  # one matrix triple, unpacked
+        else:
+            f = list(factors)  # per-mode triples, unpacked (any number of modes)
         return self.score(self.predict(f, "validation"), self.validation[1])
 
     def lambda_max(
