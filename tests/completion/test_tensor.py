@@ -154,3 +154,27 @@ def test_four_way_tensor_with_default_lambda_path():
         for n, m in [(6, 60), (5, 72), (4, 90), (3, 120)]
     ]
     assert prob.validation_score(factors) == prob.validation_score(*factors)
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [
+        [1.0, 2.0],
+        [0.0, 0.0, 0.0],
+        ["a", "b", "c"],
+        [-1.0, 1.0, 1.0],
+        [1.0, 1.0, float("nan")],
+    ],
+)
+def test_bad_mode_weights_are_refused_before_any_work(weights):
+    from embedopt._core import InvalidParameterError
+    from embedopt.completion import TensorCompletion, ais_impute
+
+    t = make_low_rank_tensor(8, n_observed=150, random_state=0).observed
+    with pytest.raises(
+        InvalidParameterError,
+        match="'mode_weights' parameter of TensorCompletion must be 3 positive finite",
+    ):
+        TensorCompletion(mode_weights=weights, random_state=0).fit(t)
+    with pytest.raises(InvalidParameterError, match="'mode_weights'"):
+        ais_impute(t, 1.0, mode_weights=weights)

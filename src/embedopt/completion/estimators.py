@@ -24,7 +24,7 @@ from .centering import CENTERINGS, Centering
 from .losses import LOSSES, Loss, get_loss
 from .path import fit_path
 from .problem import CompletionProblem
-from .solvers import SOLVERS, default_mode_weights
+from .solvers import SOLVERS, check_mode_weights, default_mode_weights
 
 __all__ = ["MatrixCompletion", "TensorCompletion"]
 
@@ -98,10 +98,10 @@ class _CompletionEstimator(BaseEstimator):
             big = (np.iinfo(np.int64).max,) * max(ndim, 1)
             idx = _index_matrix(X, None, big)
             entries = ObservedEntries(idx, np.asarray(to_numpy(y)).ravel(), shape)
-        self._check_ndim(entries)
+        self._check_entries(entries)
         return entries
 
-    def _check_ndim(self, entries: ObservedEntries) -> None:
+    def _check_entries(self, entries: ObservedEntries) -> None:
         if self._ndim is not None and entries.ndim != self._ndim:
             raise DataValidationError(
                 f"{type(self).__name__} needs {self._ndim}-D entries; got shape "
@@ -594,6 +594,10 @@ class TensorCompletion(_CompletionEstimator):
         self.dtype = dtype
         self.verbose = verbose
         self.callback = callback
+
+    def _check_entries(self, entries: ObservedEntries) -> None:
+        super()._check_entries(entries)
+        check_mode_weights(self.mode_weights, entries.shape, type(self).__name__)
 
     def _solver_options(self) -> dict:
         return {**super()._solver_options(), "mode_weights": self.mode_weights}

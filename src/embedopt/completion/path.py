@@ -28,8 +28,8 @@ from .postprocess import postprocess as _postprocess
 from .problem import CompletionProblem, _as_problem
 from .solvers import (
     SOLVERS,
+    check_mode_weights,
     check_solver_options,
-    default_mode_weights,
     method_options,
     proximal_completion,
 )
@@ -178,6 +178,7 @@ def lambda_path(
     problem: CompletionProblem = _as_problem(
         X, loss=loss, validation=validation, shape=shape, device=device, dtype=dtype
     )
+    check_mode_weights(mode_weights, problem.shape, "lambda_path")
     if problem.validation is None:
         raise InvalidParameterError(
             "lambda_path needs validation entries to select lambda: pass "
@@ -246,12 +247,8 @@ def _grid(problem, lambdas, n_lambdas, lambda_min_ratio, mode_weights, rs):
     lmax = problem.lambda_max(generator=rs.torch(problem.device))
     if problem.ndim > 2:
         # lambda_d = lam * w_d: the path starts where every mode is zero.
-        w = (
-            mode_weights
-            if mode_weights is not None
-            else default_mode_weights(problem.shape)
-        )
-        lmax = max(lm / float(wd) for lm, wd in zip(lmax, w, strict=True))
+        w = check_mode_weights(mode_weights, problem.shape, "lambda_path")
+        lmax = max(lm / wd for lm, wd in zip(lmax, w, strict=True))
     return lmax * np.geomspace(1.0, lambda_min_ratio, n_lambdas + 1)[1:]
 
 

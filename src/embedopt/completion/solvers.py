@@ -55,6 +55,7 @@ __all__ = [
     "ais_impute",
     "ais_impute_exact",
     "apg",
+    "check_mode_weights",
     "check_solver_options",
     "default_mode_weights",
     "get_solver",
@@ -242,6 +243,44 @@ def default_mode_weights(shape) -> list[float]:
     """
     big = max(shape)
     return [(big / i) ** 0.5 for i in shape]
+
+
+def check_mode_weights(mode_weights, shape, owner: str) -> list[float]:
+    """The per-component weights ``lambda_d = lam * w_d`` as checked floats.
+
+    Parameters
+    ----------
+    mode_weights : sequence of float or None
+        None: ``[1.0]`` for a matrix, :func:`default_mode_weights` for a
+        tensor.
+    shape : tuple of int
+        Shape of the matrix or tensor.
+    owner : str
+        Named in the error message.
+
+    Returns
+    -------
+    list of float
+
+    Raises
+    ------
+    InvalidParameterError
+        Unless there is one positive finite weight per component (1 for a
+        matrix, one per mode for a tensor).
+    """
+    n = 1 if len(shape) == 2 else len(shape)
+    if mode_weights is None:
+        return [1.0] if n == 1 else default_mode_weights(shape)
+    try:
+        w = [float(v) for v in np.asarray(mode_weights, dtype=object).ravel()]
+    except (TypeError, ValueError):
+        w = None
+    if w is None or len(w) != n or not all(np.isfinite(w)) or min(w) <= 0:
+        raise InvalidParameterError(
+            f"The 'mode_weights' parameter of {owner} must be {n} positive finite "
+            f"float(s), one per {'mode' if n > 1 else 'matrix'}. Got {mode_weights!r}."
+        )
+    return w
 
 
 class _CompletionStep:
@@ -487,8 +526,7 @@ def proximal_completion(
         raise InvalidParameterError(
             f"{name}: weights, linear and regularizer apply to matrix problems only."
         )
-    if mode_weights is None:
-        mode_weights = [1.0] if D == 1 else default_mode_weights(problem.shape)
+    mode_weights = check_mode_weights(mode_weights, problem.shape, name)
     step = _CompletionStep(
         problem,
         SVT_METHODS.get(svt)(
@@ -501,7 +539,7 @@ def proximal_completion(
         step_size=(
             step_size if step_size is not None else 1.0 / (D**0.5 * problem.loss.rho)
         ),
-        mode_weights=[float(w) for w in mode_weights],
+        mode_weights=mode_weights,
         weights=weights,
         linear=linear,
         regularizer=regularizer,
