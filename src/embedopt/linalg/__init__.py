@@ -16,7 +16,7 @@ from .rotations import (
     procrustes,
     reorthogonalize,
 )
-from .sparse import SparsePattern
+from .sparse import SparsePattern, csr_tensor
 from .svd import (
     approx_svt,
     exact_svt,
@@ -39,6 +39,7 @@ __all__ = [
     "approx_svt",
     "cayley",
     "cg",
+    "csr_tensor",
     "embedding_from_gram",
     "exact_svt",
     "givens_directional_derivatives",

@@ -23,12 +23,35 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-__all__ = ["SparsePattern"]
+__all__ = ["SparsePattern", "csr_tensor"]
 
-# torch warns that CSR support is "beta" on every construction; the operations
-# used here (CSR @ dense, sampled_addmm) are stable and tested.
-warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly")
+
+def csr_tensor(crow, col, values, size) -> torch.Tensor:
+    """A torch sparse CSR tensor, without torch's "beta" warning.
+
+    torch warns that CSR support is "beta" on every construction; the
+    operations used here (CSR @ dense, sampled_addmm) are stable and tested.
+    The warning is silenced here only, never in the process-wide filters.
+
+    Parameters
+    ----------
+    crow, col : torch.Tensor
+        Compressed row pointers and column indices (int32 or int64).
+    values : torch.Tensor
+    size : tuple of int
+
+    Returns
+    -------
+    torch.Tensor
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="Sparse CSR tensor support is in beta"
+        )
+        warnings.filterwarnings(
+            "ignore", message="Sparse invariant checks are implicit"
+        )
+        return torch.sparse_csr_tensor(crow, col, values, size, check_invariants=False)
 
 
 class SparsePattern:
@@ -93,9 +116,7 @@ class SparsePattern:
 
     def to_csr(self, values: torch.Tensor) -> torch.Tensor:
         """Wrap CSR-ordered ``values`` into a torch sparse CSR tensor."""
-        return torch.sparse_csr_tensor(
-            self.crow, self.col, values, self.shape, check_invariants=False
-        )
+        return csr_tensor(self.crow, self.col, values, self.shape)
 
     def to_csr_transposed(self, values: torch.Tensor) -> torch.Tensor:
         """The transpose (n x m) of :meth:`to_csr` as a CSR tensor.
@@ -108,13 +129,7 @@ class SparsePattern:
         key = (values.data_ptr(), values._version, values.dtype, values.numel())
         if self._tcache is None or self._tcache[0] != key:
             self._tcache = (key, values[tperm])
-        return torch.sparse_csr_tensor(
-            tcrow,
-            tcol,
-            self._tcache[1],
-            (self.shape[1], self.shape[0]),
-            check_invariants=False,
-        )
+        return csr_tensor(tcrow, tcol, self._tcache[1], (self.shape[1], self.shape[0]))
 
     def _transposed_structure(self):
         """CSR structure of the transpose, built on first use.

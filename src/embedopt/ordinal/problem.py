@@ -8,7 +8,6 @@ gradient-descent loops of :mod:`embedopt.optim` solve it.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,15 +21,12 @@ from .._core import (
     resolve_random_state,
 )
 from ..data import Comparisons, as_comparisons
+from ..linalg import csr_tensor
 from .losses import get_loss
 
 __all__ = ["OrdinalProblem", "setup"]
 
 _CHUNK = 1 << 19  # comparisons per chunk of a full pass (bounds the memory)
-
-# torch warns that CSR support is "beta" on every construction; CSR @ dense,
-# the only operation used here, is stable and tested (as in linalg.sparse).
-warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
 
 
 class OrdinalProblem:
@@ -97,12 +93,11 @@ class OrdinalProblem:
                 crow = torch.zeros(n + 1, dtype=torch.int64, device=rows.device)
                 crow[1:] = torch.cumsum(torch.bincount(rows, minlength=n), 0)
                 itype = torch.int32 if rows.numel() < 2**31 - 1 else torch.int64
-                B = torch.sparse_csr_tensor(
+                B = csr_tensor(
                     crow.to(itype),
                     cols[order].to(itype),
                     vals[order],
                     (n, 2 * q.shape[0]),
-                    check_invariants=False,
                 )
                 chunks.append((q, B))
         return chunks
