@@ -505,3 +505,17 @@ def test_set_params_roundtrip(case):
     params = est.get_params()
     est.set_params(**params)
     assert est.get_params() == params
+
+
+def test_two_tower_evaluate_before_fit_is_not_fitted_error():
+    with pytest.raises(NotFittedError):
+        TwoTowerRetrieval().evaluate(([0], [1]))
+
+
+@pytest.mark.parametrize("rows", [["a"], [True], [object()]])
+def test_completion_predict_refuses_non_integer_positions(rows):
+    model = MatrixCompletion(lam=1.0, random_state=0).fit(
+        random_entries(12, 10, seed=0)[0]
+    )
+    with pytest.raises(DataValidationError, match="row indices must be integers"):
+        model.predict(rows, [0])

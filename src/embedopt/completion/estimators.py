@@ -59,6 +59,10 @@ def _index_matrix(X, cols, shape) -> np.ndarray:
     out = []
     for d, (idx, size) in enumerate(zip(arrays, shape, strict=True)):
         name = ("row", "column")[d] if ndim == 2 else f"mode-{d}"
+        if idx.dtype == np.bool_ or idx.dtype.kind not in "iuf":
+            raise DataValidationError(
+                f"{name} indices must be integers; got an array of dtype {idx.dtype}."
+            )
         if idx.size and not np.issubdtype(idx.dtype, np.integer):
             if not np.all(np.floor(idx) == idx):
                 raise DataValidationError(f"{name} indices must be integers.")

@@ -318,6 +318,7 @@ class TwoTowerRetrieval(BaseEstimator):
         dict
             ``precision@k``, ``recall@k``, ``n_users``.
         """
+        check_is_fitted(self, "shape_")
         held_out = as_interactions(test, self.shape_)
         tr, tc = held_out.users, held_out.items
         users = np.unique(tr)
