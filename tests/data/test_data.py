@@ -167,3 +167,16 @@ def test_load_test_image():
     assert img.shape == (512, 512) and 0 <= img.min() and img.max() <= 1
     assert load_test_image("china").ndim == 2
     assert load_test_image("china", gray=False).shape[2] == 3
+
+
+def test_complex_values_are_refused_not_truncated():
+    import warnings
+
+    from embedopt.data import ObservedEntries, as_observed_entries
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning on the way
+        with pytest.raises(DataValidationError, match="must be real"):
+            ObservedEntries(np.array([[0, 0], [1, 1]]), np.array([1 + 1j, 2.0]))
+        with pytest.raises(DataValidationError, match="must be real"):
+            as_observed_entries(np.ones((3, 2)) * (1 + 1j))

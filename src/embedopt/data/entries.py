@@ -67,6 +67,11 @@ class ObservedEntries:
                 f"Got {idx.shape[0]} index tuples but values of shape {vals.shape}; "
                 "give exactly one value per observed position."
             )
+        if np.iscomplexobj(vals):
+            raise DataValidationError(
+                f"Observed values must be real; got dtype {vals.dtype}. Pass "
+                "np.real(values) (or np.abs) explicitly if that is what you mean."
+            )
         if not np.issubdtype(vals.dtype, np.floating):
             if vals.dtype == object or not np.issubdtype(vals.dtype, np.number):
                 raise DataValidationError(
@@ -137,6 +142,11 @@ class ObservedEntries:
         ObservedEntries
         """
         a = np.asarray(array)
+        if np.iscomplexobj(a):
+            raise DataValidationError(
+                f"A dense input must be real; got dtype {a.dtype}. Pass np.real(X) "
+                "explicitly if that is what you mean."
+            )
         if a.dtype == object or not np.issubdtype(a.dtype, np.number):
             raise DataValidationError(
                 f"A dense input must be numeric with NaN for missing entries; got "
