@@ -76,7 +76,7 @@ CASES = [
         fitted_attr="factors_",
         options=[{"solver": s} for s in SOLVERS]
         + [{"lam": 0.5, "postprocess": p} for p in (True, False)]
-        + [{"center": c} for c in ("none", "global", "row", "column", "both")]
+        + [{"center": c} for c in ("auto", "none", "global", "row", "column", "both")]
         + [
             {"scale": True},
             {"refit": False},

@@ -111,3 +111,17 @@ def test_movielens_100k_beats_a_baseline():
     tr, te = split_entries(ml.entries, (0.8, 0.2), random_state=0)
     model = MatrixCompletion(random_state=0).fit(tr)
     assert -model.score(te) < 0.95  # global-mean baseline is ~1.12
+
+
+def test_default_centering_follows_the_loss():
+    # +/-1 labels cannot be centered: the default must not make the user say so.
+    from embedopt.data import make_low_rank_matrix
+
+    prob = make_low_rank_matrix(40, rank=2, random_state=0)
+    idx = prob.observed.indices
+    labels = np.where(prob.observed.values >= 0, 1.0, -1.0)
+    data = (idx[:, 0], idx[:, 1], labels)
+    model = MatrixCompletion(loss="logistic", random_state=0, n_lambdas=4).fit(data)
+    assert model.centering_.center == "none" and model.score(data) > 0.9
+    square = MatrixCompletion(lam=1.0, random_state=0).fit(prob.observed)
+    assert square.centering_.center == "both"

@@ -128,15 +128,18 @@ class _CompletionEstimator(BaseEstimator):
             callback=self.callback,
         )
 
-    def _check_loss(self) -> Loss:
+    def _check_loss(self) -> tuple[Loss, str]:
+        """The loss, and the centering mode (``"auto"`` follows the loss)."""
         loss = get_loss(self.loss)
+        if self.center == "auto":
+            return loss, "none" if loss.binary else "both"
         if loss.binary and self.center != "none":
             raise InvalidParameterError(
                 f"The 'center' parameter of {type(self).__name__} must be 'none' "
                 f"with the {loss.name} loss (its +/-1 labels cannot be centered). "
                 f"Got {self.center!r}."
             )
-        return loss
+        return loss, self.center
 
     def _split(self, entries: ObservedEntries, validation, rs):
         """Training and validation entries (held out of ``entries`` if needed)."""
@@ -180,12 +183,12 @@ class _CompletionEstimator(BaseEstimator):
         self
         """
         self._validate_params()
-        loss = self._check_loss()
+        loss, center = self._check_loss()
         ctx = resolve_fit_context(self)
         entries = self._entries(X, y, shape)
         loss.check_labels(entries.values)
         train, val = self._split(entries, validation, ctx.random_state)
-        self.centering_ = Centering(self.center, self.scale, self.center_reg).fit(train)
+        self.centering_ = Centering(center, self.scale, self.center_reg).fit(train)
 
         def problem(part, held_out=None):
             return CompletionProblem(
@@ -358,10 +361,11 @@ class MatrixCompletion(_CompletionEstimator):
         Refit the singular values after solving (Sec. 3.6). ``"auto"`` (with
         ``lam="auto"``) keeps whichever of the raw and post-processed solutions
         validates better at each lambda; with a fixed ``lam`` it means True.
-    center : {"none", "global", "row", "column", "both"}
+    center : {"auto", "none", "global", "row", "column", "both"}
         Offsets removed before the low-rank fit (see
         :class:`~embedopt.completion.Centering`); must be ``"none"`` for +/-1
-        losses.
+        losses. ``"auto"`` follows the loss: ``"none"`` for the +/-1 losses,
+        ``"both"`` otherwise.
     scale : bool
         Also divide centered values by their standard deviation.
     center_reg : float
@@ -423,7 +427,7 @@ class MatrixCompletion(_CompletionEstimator):
         "lam_decay": [Interval(float, 0, 1, closed="neither")],
         "power_iters": [Interval(int, 0, None)],
         "postprocess": ["boolean", Options(["auto"])],
-        "center": [Options(CENTERINGS)],
+        "center": [Options((*CENTERINGS, "auto"))],
         "scale": ["boolean"],
         "center_reg": [Interval(float, 0, None)],
         "n_lambdas": [Interval(int, 1, None)],
@@ -451,7 +455,7 @@ class MatrixCompletion(_CompletionEstimator):
         lam_decay=0.85,
         power_iters=3,
         postprocess="auto",
-        center="both",
+        center="auto",
         scale=False,
         center_reg=5.0,
         n_lambdas=20,
@@ -517,7 +521,8 @@ class TensorCompletion(_CompletionEstimator):
     loss, solver, max_rank, max_iter, tol, lam_decay, power_iters, postprocess,
     center, scale, center_reg, n_lambdas, lambda_min_ratio, patience,
     validation_fraction, refit, random_state, device, dtype, verbose, callback
-        As in :class:`MatrixCompletion` (``center="both"`` removes an offset
+        As in :class:`MatrixCompletion` (``center="both"``, the default for the
+        square loss, removes an offset
         per index of every mode).
 
     Attributes
@@ -561,7 +566,7 @@ class TensorCompletion(_CompletionEstimator):
         lam_decay=0.85,
         power_iters=3,
         postprocess="auto",
-        center="both",
+        center="auto",
         scale=False,
         center_reg=5.0,
         n_lambdas=20,
