@@ -293,3 +293,11 @@ def test_estimator_is_fit_product_quantizer(rotation):
 def test_solvers_reject_bad_parameters_with_one_message_shape(call, match):
     with pytest.raises(InvalidParameterError, match=match):
         call(_data(m=100))
+
+
+def test_data_whose_squared_distances_overflow_is_refused():
+    from embedopt._core import DataValidationError
+
+    X = (np.random.default_rng(0).standard_normal((200, 8)) * 1e30).astype("float32")
+    with pytest.raises(DataValidationError, match="overflow float32"):
+        ProductQuantizer(2, 16, random_state=0).fit(X)

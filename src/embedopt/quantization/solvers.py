@@ -202,6 +202,17 @@ def as_vectors(
             f"{name} has {int(bad.sum())} row(s) with NaN or infinite values; first "
             f"at row {row}. Remove or impute them before quantizing."
         )
+    # Squared distances must be finite in the working dtype (k-means++ draws
+    # with probabilities proportional to them; ADC sums them): bound them by
+    # (2 max|x|)^2 n_features, computed in Python floats.
+    top = float(out.abs().max())
+    bound = 4.0 * top * top * out.shape[1]
+    if not bound < float(torch.finfo(out.dtype).max):
+        raise DataValidationError(
+            f"{name} has values up to {top:.3g}: its squared distances overflow "
+            f"{str(out.dtype).replace('torch.', '')}. Rescale the data (e.g. "
+            "divide by its largest norm) or use dtype='float64'."
+        )
     return out
 
 
