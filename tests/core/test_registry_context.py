@@ -82,3 +82,24 @@ def test_fit_context_errors_name_the_estimator():
 def test_fit_context_keywords_without_estimator():
     ctx = resolve_fit_context(random_state=np.random.default_rng(0))
     assert ctx.dtype == torch.float32
+
+
+def test_validated_params_checks_arguments_and_defaults():
+    from embedopt._core import Interval, validated_params
+
+    @validated_params({"k": [Interval(int, 1, None)], "tol": [Interval(float, 0, 1)]})
+    def solve(x, *, k=3, tol=2.0, name="my-solver"):
+        return x * k
+
+    with pytest.raises(InvalidParameterError, match="'tol' parameter of my-solver"):
+        solve(1)  # a bad default is caught too
+    assert solve(2, tol=0.5) == 6
+    with pytest.raises(InvalidParameterError, match="'k' parameter of other"):
+        solve(2, k=0, tol=0.5, name="other")
+
+    @validated_params({"k": [Interval(int, 1, None)]})
+    def plain(k):
+        return k
+
+    with pytest.raises(InvalidParameterError, match="of plain"):
+        plain(0)

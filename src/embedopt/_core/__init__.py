@@ -16,7 +16,14 @@ from .exceptions import (
 from .log import get_logger
 from .random import RandomState, resolve_random_state
 from .registry import Registry, canonical_name
-from .validation import InstanceOf, Interval, Options, check_param, validate_params
+from .validation import (
+    InstanceOf,
+    Interval,
+    Options,
+    check_param,
+    validate_params,
+    validated_params,
+)
 
 __all__ = [
     "BaseEstimator",
@@ -45,4 +52,5 @@ __all__ = [
     "resolve_random_state",
     "to_numpy",
     "validate_params",
+    "validated_params",
 ]

@@ -12,6 +12,8 @@ Constraints are small objects (:class:`Interval`, :class:`Options`,
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
 from collections.abc import Iterable, Mapping
@@ -28,6 +30,7 @@ __all__ = [
     "Options",
     "check_param",
     "validate_params",
+    "validated_params",
 ]
 
 
@@ -259,3 +262,42 @@ def validate_params(
     for name, cons in constraints.items():
         if name in params:
             check_param(owner, name, params[name], cons)
+
+
+def validated_params(constraints: Mapping, owner: str | None = None):
+    """Decorate a function so that its arguments are checked before it runs.
+
+    Every argument named in ``constraints`` is checked with
+    :func:`validate_params` (defaults included), so a solver declares its
+    constraints once, next to its signature, instead of repeating its
+    parameters in a dict.
+
+    Parameters
+    ----------
+    constraints : mapping
+        Admissible constraints by parameter name.
+    owner : str, optional
+        Name used in messages; default the value of the function's ``name``
+        argument, or its ``__name__``.
+
+    Returns
+    -------
+    callable
+        The decorator.
+    """
+
+    def decorate(func):
+        signature = inspect.signature(func)
+
+        @functools.wraps(func)
+        def checked(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            params = bound.arguments
+            who = owner or params.get("name") or func.__name__
+            validate_params(who, params, constraints)
+            return func(*args, **kwargs)
+
+        return checked
+
+    return decorate

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .._core import Interval, Options, resolve_random_state
-from ._params import validated
+from .._core import Interval, Options, resolve_random_state, validated_params
 from .finite_sum import FiniteSum, record_epoch
 from .line_search import armijo_backtracking
 from .monitor import IterationMonitor
@@ -62,7 +61,7 @@ def _monitor(name, max_iter, tol, verbose, callback, owner):
     )
 
 
-@validated(SGD_CONSTRAINTS)
+@validated_params(SGD_CONSTRAINTS)
 def sgd(
     problem: FiniteSum,
     x0: torch.Tensor,
@@ -153,7 +152,7 @@ def sgd(
     return monitor.result(x, batch_size=batch_size)
 
 
-@validated(GD_CONSTRAINTS)
+@validated_params(GD_CONSTRAINTS)
 def gradient_descent(
     problem: FiniteSum,
     x0: torch.Tensor,

@@ -17,9 +17,8 @@ import numpy as np
 import torch
 from scipy.optimize import minimize
 
-from .._core import Interval
+from .._core import Interval, validated_params
 from ..linalg.points import Point, flatten, norm, unflatten
-from ._params import validated
 from .monitor import IterationMonitor
 from .result import SolverResult
 
@@ -72,7 +71,7 @@ class _Calls:
         return self.evaluate(z)
 
 
-@validated(LBFGS_CONSTRAINTS)
+@validated_params(LBFGS_CONSTRAINTS)
 def lbfgs(
     fun: Callable[[Point], tuple[torch.Tensor | float, Point]],
     x0: Point,

@@ -20,9 +20,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .._core import Interval
+from .._core import Interval, validated_params
 from ..linalg.points import Point, axpy, inner
-from ._params import validated
 
 __all__ = ["LineSearchResult", "armijo_backtracking"]
 
@@ -65,7 +64,7 @@ class LineSearchResult:
     success: bool
 
 
-@validated(_CONSTRAINTS, owner="armijo_backtracking")
+@validated_params(_CONSTRAINTS, owner="armijo_backtracking")
 def armijo_backtracking(
     fun: Callable,
     x: Point,

@@ -23,10 +23,15 @@ from __future__ import annotations
 
 import torch
 
-from .._core import InstanceOf, Interval, InvalidParameterError, Options
+from .._core import (
+    InstanceOf,
+    Interval,
+    InvalidParameterError,
+    Options,
+    validated_params,
+)
 from ..linalg.cg import cg
 from ..linalg.points import Point, axpy, clone, inner, norm, scale
-from ._params import validated
 from .line_search import armijo_backtracking
 from .monitor import IterationMonitor
 from .objective import Objective
@@ -97,7 +102,7 @@ def _curvature_product(objective, use: str, owner: str):
     return product
 
 
-@validated(NEWTON_CG_CONSTRAINTS)
+@validated_params(NEWTON_CG_CONSTRAINTS)
 def newton_cg(
     objective: Objective,
     x0: Point,

@@ -34,8 +34,13 @@ import math
 import numpy as np
 import torch
 
-from .._core import InstanceOf, Interval, Options, resolve_random_state
-from ._params import validated
+from .._core import (
+    InstanceOf,
+    Interval,
+    Options,
+    resolve_random_state,
+    validated_params,
+)
 from .finite_sum import FiniteSum, record_epoch
 from .monitor import IterationMonitor
 from .result import SolverResult
@@ -138,7 +143,7 @@ def _auto_step(problem, x, g, epsilon, step_size) -> float:
     return probe_step(grad, x, g, epsilon, relative=1.0) / FIXED_STEP_SAFETY
 
 
-@validated(SVRG_CONSTRAINTS)
+@validated_params(SVRG_CONSTRAINTS)
 def svrg(
     problem: FiniteSum,
     x0: torch.Tensor,
