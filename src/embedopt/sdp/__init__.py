@@ -1,0 +1,46 @@
+"""Low-rank semidefinite programs by bilinear factorization.
+
+``min_{Z in S_+^n} f(Z)`` on factors: the biconvex surrogate
+``f(X Y^T) + gamma/2 ||X - Y||_F^2`` solved by alternating accelerated
+gradient descent (AAGD, Hu's Algorithm 1), the Burer-Monteiro baselines on
+``f(V V^T)``, and nonparametric kernel learning (NPKL, eq. 13) as a problem
+(the estimator comes next).
+"""
+
+from .problems import (
+    FactorGradient,
+    FactorProblem,
+    NPKLProblem,
+    check_pairs,
+    knn_laplacian,
+    sample_pairs,
+)
+from .solvers import (
+    SOLVERS,
+    GammaEstimate,
+    aagd,
+    bm_agd,
+    bm_lbfgs,
+    burer_monteiro,
+    estimate_gamma,
+    initial_factors,
+    quartic_step,
+)
+
+__all__ = [
+    "SOLVERS",
+    "FactorGradient",
+    "FactorProblem",
+    "GammaEstimate",
+    "NPKLProblem",
+    "aagd",
+    "bm_agd",
+    "bm_lbfgs",
+    "burer_monteiro",
+    "check_pairs",
+    "estimate_gamma",
+    "initial_factors",
+    "knn_laplacian",
+    "quartic_step",
+    "sample_pairs",
+]
