@@ -4,9 +4,10 @@
 ``f(X Y^T) + gamma/2 ||X - Y||_F^2`` solved by alternating accelerated
 gradient descent (AAGD, Hu's Algorithm 1), the Burer-Monteiro baselines on
 ``f(V V^T)``, and nonparametric kernel learning (NPKL, eq. 13) as a problem
-(the estimator comes next).
+and an estimator.
 """
 
+from .estimators import KernelLearning
 from .problems import (
     FactorGradient,
     FactorProblem,
@@ -32,6 +33,7 @@ __all__ = [
     "FactorGradient",
     "FactorProblem",
     "GammaEstimate",
+    "KernelLearning",
     "NPKLProblem",
     "aagd",
     "bm_agd",
