@@ -215,6 +215,12 @@ class NPKLProblem:
             return 0.0
         return self.lam * float((X * self._lap(Y)).sum(dtype=torch.float64))
 
+    def _residuals(self, X: torch.Tensor, Y: torch.Tensor):
+        """Residuals ``r_p = sym(X Y^T)_p - T_p`` and ``f(X Y^T)``."""
+        resid = self._pair_values(X, Y) - self.target
+        value = 0.5 * float((resid * resid).sum(dtype=torch.float64))
+        return resid, value + self._smoothness(X, Y)
+
     # -- the oracles ---------------------------------------------------------------
     def value(self, X: torch.Tensor, Y: torch.Tensor) -> float:
         """``f(X Y^T)`` (eq. 13, 14), O((|Omega| + nnz(Lap)) r).
@@ -227,10 +233,7 @@ class NPKLProblem:
         -------
         float
         """
-        resid = self._pair_values(X, Y) - self.target
-        return 0.5 * float((resid * resid).sum(dtype=torch.float64)) + self._smoothness(
-            X, Y
-        )
+        return self._residuals(X, Y)[1]
 
     def gradient(self, X: torch.Tensor, Y: torch.Tensor) -> FactorGradient:
         """``f(X Y^T)`` and ``G = nabla f(X Y^T)`` as a (symmetric) operator.
@@ -246,9 +249,7 @@ class NPKLProblem:
         -------
         FactorGradient
         """
-        resid = self._pair_values(X, Y) - self.target
-        value = 0.5 * float((resid * resid).sum(dtype=torch.float64))
-        value += self._smoothness(X, Y)
+        resid, value = self._residuals(X, Y)
 
         def matmul(W: torch.Tensor) -> torch.Tensor:
             out = self._scatter(resid, W)

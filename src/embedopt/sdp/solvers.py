@@ -40,6 +40,8 @@ from ..optim import (
 )
 
 __all__ = [
+    "AAGD_CONSTRAINTS",
+    "BURER_MONTEIRO_CONSTRAINTS",
     "SOLVERS",
     "GammaEstimate",
     "aagd",
@@ -65,6 +67,20 @@ _COMMON = {
     "dtype": ["dtype", None],
     "verbose": [Interval(int, 0, None), "boolean"],
     "callback": ["callable", None],
+}
+
+
+#: Constraints of :func:`burer_monteiro`'s parameters.
+BURER_MONTEIRO_CONSTRAINTS = {
+    **_COMMON,
+    "method": [Options(["agd", "lbfgs"])],
+    "history_size": [Interval(int, 1, None)],
+}
+
+#: Constraints of :func:`aagd`'s parameters.
+AAGD_CONSTRAINTS = {
+    **_COMMON,
+    "gamma": [Options(["auto", "eq17"]), Interval(float, 0, None, closed="neither")],
 }
 
 
@@ -327,6 +343,38 @@ def _half_step(problem, block: _Block, other: torch.Tensor, omega, gamma_rule, f
     return F_new, gamma, tau
 
 
+class _AAGDState:
+    """The iterates of Algorithm 1 and its momentum schedule (eq. 12)."""
+
+    def __init__(self, X: torch.Tensor, Y: torch.Tensor):
+        self.x, self.y = _Block(X), _Block(Y)
+        self.t_prev, self.F_prev = 1.0, math.inf
+
+    def iterate(self, problem, rule) -> dict:
+        """Steps 3-9 of Algorithm 1; the history values of the iteration."""
+        t = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * self.t_prev**2))  # step 3, eq. 12
+        omega = (self.t_prev - 1.0) / t
+        _, _, tau_x = _half_step(problem, self.x, self.y.cur, omega, rule, True)
+        F_new, gamma, tau_y = _half_step(
+            problem, self.y, self.x.cur, omega, rule, False
+        )
+        restart = F_new > self.F_prev
+        self.t_prev = 1.0 if restart else t
+        if restart:  # no extrapolation from the step that went up
+            self.x.prev, self.y.prev = self.x.cur, self.y.cur
+        self.F_prev = F_new
+        Y = self.y.cur
+        return {
+            "objective": problem.value(Y, Y),  # f at the returned factor
+            "surrogate": F_new,
+            "gap": math.sqrt(_sq(self.x.cur - Y)),  # Figure 2
+            "gamma": gamma,
+            "step_x": tau_x,
+            "step_y": tau_y,
+            "restart": float(restart),
+        }
+
+
 def aagd(
     problem,
     init,
@@ -405,13 +453,7 @@ def aagd(
             "verbose": verbose,
             "callback": callback,
         },
-        {
-            **_COMMON,
-            "gamma": [
-                Options(["auto", "eq17"]),
-                Interval(float, 0, None, closed="neither"),
-            ],
-        },
+        AAGD_CONSTRAINTS,
     )
     X, Y = initial_factors(
         problem,
@@ -432,30 +474,12 @@ def aagd(
         owner="aagd",
         nonfinite_hint="check the scaling of f or pass a fixed 'gamma'",
     )
-    bx, by = _Block(X), _Block(Y)
-    t_prev, F_prev = 1.0, math.inf
+    state = _AAGDState(X, Y)
     for _ in monitor:
-        t = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t_prev * t_prev))  # step 3, eq. 12
-        omega = (t_prev - 1.0) / t
-        _, _, tau_x = _half_step(problem, bx, by.cur, omega, rule, True)
-        F_new, gamma_y, tau_y = _half_step(problem, by, bx.cur, omega, rule, False)
-        restart = F_new > F_prev
-        t_prev = 1.0 if restart else t
-        if restart:  # no extrapolation from the step that went up
-            bx.prev, by.prev = bx.cur, by.cur
-        F_prev = F_new
-        record = {
-            "objective": problem.value(by.cur, by.cur),
-            "surrogate": F_new,
-            "gap": math.sqrt(_sq(bx.cur - by.cur)),
-            "gamma": gamma_y,
-            "step_x": tau_x,
-            "step_y": tau_y,
-            "restart": float(restart),
-        }
-        if monitor.record((bx.cur, by.cur), **record):
+        record = state.iterate(problem, rule)
+        if monitor.record((state.x.cur, state.y.cur), **record):
             break
-    result = monitor.result(by.cur, X=bx.cur, gamma=gamma_y)
+    result = monitor.result(state.y.cur, X=state.x.cur, gamma=record["gamma"])
     return stopper.finish(result)
 
 
@@ -609,11 +633,7 @@ def burer_monteiro(
             "verbose": verbose,
             "callback": callback,
         },
-        {
-            **_COMMON,
-            "method": [Options(["agd", "lbfgs"])],
-            "history_size": [Interval(int, 1, None)],
-        },
+        BURER_MONTEIRO_CONSTRAINTS,
     )
     V0, _ = initial_factors(
         problem,
@@ -655,8 +675,14 @@ def burer_monteiro(
     return stopper.finish(result)
 
 
-def bm_agd(problem, init, **options) -> SolverResult:
-    """:func:`burer_monteiro` with ``method="agd"`` (registry entry ``"bm_agd"``).
+def _burer_monteiro_method(method: str, name: str):
+    """The registry entry ``name``: :func:`burer_monteiro` with a fixed method."""
+
+    def solve(problem, init, **options) -> SolverResult:
+        return burer_monteiro(problem, init, method=method, **options)
+
+    solve.__name__ = solve.__qualname__ = name
+    solve.__doc__ = f"""{name}: :func:`burer_monteiro` with ``method="{method}"``.
 
     Parameters
     ----------
@@ -669,25 +695,10 @@ def bm_agd(problem, init, **options) -> SolverResult:
     -------
     SolverResult
     """
-    return burer_monteiro(problem, init, method="agd", **options)
+    return solve
 
 
-def bm_lbfgs(problem, init, **options) -> SolverResult:
-    """:func:`burer_monteiro` with ``method="lbfgs"`` (registry entry ``"bm_lbfgs"``).
-
-    Parameters
-    ----------
-    problem : FactorProblem
-    init : int or array-like
-    **options
-        Of :func:`burer_monteiro`.
-
-    Returns
-    -------
-    SolverResult
-    """
-    return burer_monteiro(problem, init, method="lbfgs", **options)
-
-
+bm_agd = _burer_monteiro_method("agd", "bm_agd")
+bm_lbfgs = _burer_monteiro_method("lbfgs", "bm_lbfgs")
 SOLVERS.add("bm_agd", bm_agd)
 SOLVERS.add("bm_lbfgs", bm_lbfgs)
