@@ -51,8 +51,9 @@ class FactorGradient:
 
     Parameters
     ----------
-    value : float
-        ``f(X Y^T)``.
+    value : float or callable
+        ``f(X Y^T)``, or a function of no argument computing it on first use
+        (so that it can reuse products computed for the gradient).
     matmul : callable
         ``W -> G W`` for W of shape (n, k).
     rmatmul : callable, optional
@@ -60,22 +61,31 @@ class FactorGradient:
         f defined on symmetric matrices through ``sym(Z) = (Z + Z^T) / 2``).
     """
 
-    def __init__(self, value: float, matmul, rmatmul=None):
-        self.value = float(value)
+    def __init__(self, value, matmul, rmatmul=None):
+        self._value = value
         self.matmul = matmul
         self.rmatmul = rmatmul if rmatmul is not None else matmul
+        self.symmetric = rmatmul is None
+
+    @property
+    def value(self) -> float:
+        """``f(X Y^T)``."""
+        if callable(self._value):
+            self._value = float(self._value())
+        return float(self._value)
 
     def spectral_norm(
         self, v: torch.Tensor, n_iter: int = 3
     ) -> tuple[float, torch.Tensor]:
-        """Estimate ``||G||_2`` by power iteration on ``G^T G``.
+        """Estimate ``||G||_2`` by power iteration (on G when symmetric, else G^T G).
 
         Parameters
         ----------
         v : torch.Tensor, shape (n, 1)
             Starting vector (warm start: the vector returned last time).
         n_iter : int
-            Power iterations; each costs two products with one column.
+            Power iterations; each costs one product with one column (two
+            when G is not symmetric).
 
         Returns
         -------
@@ -86,11 +96,13 @@ class FactorGradient:
         """
         v = v / v.norm().clamp_min(torch.finfo(v.dtype).tiny)
         est = 0.0
+        tiny = torch.finfo(v.dtype).tiny
         for _ in range(n_iter):
             w = self.matmul(v)
             est = float(w.norm())
-            u = self.rmatmul(w)
-            v = u / u.norm().clamp_min(torch.finfo(v.dtype).tiny)
+            # symmetric G: ||G v|| -> max |eigenvalue| = ||G||_2 from G v alone
+            u = w if self.symmetric else self.rmatmul(w)
+            v = u / u.norm().clamp_min(tiny)
         return est, v
 
 
@@ -196,6 +208,8 @@ class NPKLProblem:
     def _pair_values(self, U: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
         """``sym(U V^T)_ij`` for every pair of Omega, O(|Omega| r)."""
         i, j = self.rows, self.cols
+        if U is V:  # Z = V V^T is symmetric already: half the gathers
+            return (U[i] * U[j]).sum(1)
         return 0.5 * ((U[i] * V[j]).sum(1) + (U[j] * V[i]).sum(1))
 
     def _scatter(self, resid: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
@@ -209,18 +223,6 @@ class NPKLProblem:
     def _lap(self, W: torch.Tensor) -> torch.Tensor:
         return self.laplacian @ W
 
-    def _smoothness(self, X: torch.Tensor, Y: torch.Tensor) -> float:
-        # tr(X Y^T Lap) = <Lap Y, X> with Lap symmetric
-        if self.laplacian is None:
-            return 0.0
-        return self.lam * float((X * self._lap(Y)).sum(dtype=torch.float64))
-
-    def _residuals(self, X: torch.Tensor, Y: torch.Tensor):
-        """Residuals ``r_p = sym(X Y^T)_p - T_p`` and ``f(X Y^T)``."""
-        resid = self._pair_values(X, Y) - self.target
-        value = 0.5 * float((resid * resid).sum(dtype=torch.float64))
-        return resid, value + self._smoothness(X, Y)
-
     # -- the oracles ---------------------------------------------------------------
     def value(self, X: torch.Tensor, Y: torch.Tensor) -> float:
         """``f(X Y^T)`` (eq. 13, 14), O((|Omega| + nnz(Lap)) r).
@@ -233,7 +235,7 @@ class NPKLProblem:
         -------
         float
         """
-        return self._residuals(X, Y)[1]
+        return self.gradient(X, Y).value
 
     def gradient(self, X: torch.Tensor, Y: torch.Tensor) -> FactorGradient:
         """``f(X Y^T)`` and ``G = nabla f(X Y^T)`` as a (symmetric) operator.
@@ -249,12 +251,29 @@ class NPKLProblem:
         -------
         FactorGradient
         """
-        resid, value = self._residuals(X, Y)
+        resid = self._pair_values(X, Y) - self.target
+        # Lap X and Lap Y serve both the gradient products G X, G Y and the
+        # value's tr(X Y^T Lap): computed once, whichever is asked first.
+        cache: dict[int, torch.Tensor] = {}
+
+        def lap(W: torch.Tensor) -> torch.Tensor:
+            if W is not X and W is not Y:
+                return self._lap(W)
+            if id(W) not in cache:
+                cache[id(W)] = self._lap(W)
+            return cache[id(W)]
+
+        def value() -> float:
+            fit = 0.5 * float((resid * resid).sum(dtype=torch.float64))
+            if self.laplacian is None:
+                return fit
+            A, LB = (Y, cache[id(X)]) if id(X) in cache else (X, lap(Y))
+            return fit + self.lam * float((A * LB).sum(dtype=torch.float64))
 
         def matmul(W: torch.Tensor) -> torch.Tensor:
             out = self._scatter(resid, W)
             if self.laplacian is not None:
-                out = out + self.lam * self._lap(W)
+                out = out + self.lam * lap(W)
             return out
 
         return FactorGradient(value, matmul)

@@ -242,8 +242,10 @@ def estimate_gamma(
       X), which bounds the smoothness of ``f(V V^T)`` everywhere on the
       level set. Safe, but about ten times slower on NPKL.
 
-    ``||G||_2`` is estimated by three power iterations on the gradient
-    operator (single columns: ``O(|Omega| + nnz(Lap))`` each), warm-started.
+    ``||G||_2`` is estimated by power iterations on the gradient operator
+    (single columns: ``O(|Omega| + nnz(Lap))`` each): five from a cold
+    start, one when warm-started with the ``vector`` of the previous
+    half-step.
 
     Parameters
     ----------
@@ -275,9 +277,13 @@ def estimate_gamma(
         )
     if gradient is None:
         gradient = problem.gradient(X, Y)
+    # Warm-started from the previous half-step, one power iteration tracks
+    # ||G||_2 as G changes slowly (a continued power method); a cold start
+    # takes five.
+    n_iter = 1 if vector is not None else 5
     if vector is None:
         vector = torch.ones(X.shape[0], 1, dtype=X.dtype, device=X.device)
-    g_norm, vector = gradient.spectral_norm(vector)
+    g_norm, vector = gradient.spectral_norm(vector, n_iter)
     if rule == "auto":
         L = M + 2.0 * g_norm
     else:
@@ -526,6 +532,11 @@ def quartic_step(problem, V: torch.Tensor, D: torch.Tensor, gradient=None) -> fl
     return min(cands, key=lambda s: np.polyval(coef, s))
 
 
+def _bm_gradient(g, V: torch.Tensor) -> torch.Tensor:
+    """``nabla f(V V^T) = (G + G^T) V`` (eq. 9), one product when G is symmetric."""
+    return 2.0 * g.matmul(V) if g.symmetric else g.matmul(V) + g.rmatmul(V)
+
+
 class _BurerMonteiroStep:
     """The step of ``accelerated_proximal_gradient`` on ``f(V V^T)``.
 
@@ -550,7 +561,7 @@ class _BurerMonteiroStep:
     def step(self, V, V_prev, theta: float, weight: float):
         Y = V + theta * (V - V_prev)
         g = self.problem.gradient(Y, Y)
-        grad = g.matmul(Y) + g.rmatmul(Y)
+        grad = _bm_gradient(g, Y)
         self.last_grad_norm = math.sqrt(_sq(grad))
         if self.problem.quadratic:
             t = quartic_step(self.problem, Y, -grad, g)
@@ -659,7 +670,7 @@ def burer_monteiro(
 
         def fun(V):
             g = problem.gradient(V, V)
-            return g.value, g.matmul(V) + g.rmatmul(V)
+            return g.value, _bm_gradient(g, V)
 
         result = lbfgs(
             fun,
