@@ -11,14 +11,16 @@ from embedopt.linalg import project_psd
 from embedopt.sdp import NPKLProblem, knn_laplacian, sample_pairs
 
 
-def tiny_npkl(n: int = 12, n_pairs: int = 6, lam: float = 1.0, seed: int = 0):
+def tiny_npkl(
+    n: int = 12, n_pairs: int = 6, lam: float = 1.0, seed: int = 0, device="cpu"
+):
     """A float64 NPKL problem on n Gaussian points in two classes."""
     rng = np.random.default_rng(seed)
     y = np.repeat([0, 1], n // 2)
     X = rng.normal(size=(n, 3)) + 1.0 * y[:, None]
     lap = knn_laplacian(X, 4)
     ml, cl = sample_pairs(y, n_pairs, seed)
-    return NPKLProblem(n, ml, cl, lap, lam=lam)
+    return NPKLProblem(n, ml, cl, lap, lam=lam, device=device)
 
 
 def dense_objective(problem: NPKLProblem):
