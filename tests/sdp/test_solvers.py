@@ -24,7 +24,7 @@ N, PAIRS = 12, 6
 
 @pytest.fixture(scope="module")
 def fstar():
-    return reference_optimum(N, PAIRS)
+    return reference_optimum()
 
 
 def test_gamma_estimate_meets_theorem_1_on_npkl():

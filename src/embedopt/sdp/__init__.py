@@ -3,11 +3,13 @@
 ``min_{Z in S_+^n} f(Z)`` on factors: the biconvex surrogate
 ``f(X Y^T) + gamma/2 ||X - Y||_F^2`` solved by alternating accelerated
 gradient descent (AAGD, Hu's Algorithm 1), the Burer-Monteiro baselines on
-``f(V V^T)``, and nonparametric kernel learning (NPKL, eq. 13) as a problem
-and an estimator.
+``f(V V^T)``, Frank-Wolfe under a trace bound (with Laue's local steps; it
+chooses the rank), and nonparametric kernel learning (NPKL, eq. 13) as a
+problem and an estimator.
 """
 
 from .estimators import KernelLearning
+from .frank_wolfe import FRANK_WOLFE_CONSTRAINTS, frank_wolfe
 from .problems import (
     FactorGradient,
     FactorProblem,
@@ -17,6 +19,8 @@ from .problems import (
     sample_pairs,
 )
 from .solvers import (
+    AAGD_CONSTRAINTS,
+    BURER_MONTEIRO_CONSTRAINTS,
     SOLVERS,
     GammaEstimate,
     aagd,
@@ -29,6 +33,9 @@ from .solvers import (
 )
 
 __all__ = [
+    "AAGD_CONSTRAINTS",
+    "BURER_MONTEIRO_CONSTRAINTS",
+    "FRANK_WOLFE_CONSTRAINTS",
     "SOLVERS",
     "FactorGradient",
     "FactorProblem",
@@ -41,6 +48,7 @@ __all__ = [
     "burer_monteiro",
     "check_pairs",
     "estimate_gamma",
+    "frank_wolfe",
     "initial_factors",
     "knn_laplacian",
     "quartic_step",

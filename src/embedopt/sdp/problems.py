@@ -26,6 +26,7 @@ order; in float32 every sum that cancels is still accumulated in float64.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Protocol, runtime_checkable
 
@@ -203,6 +204,18 @@ class NPKLProblem:
         self.laplacian = None
         if laplacian is not None and self.lam != 0:
             self.laplacian = _to_torch_csr(laplacian, self.n, self.device, dtype)
+
+    @property
+    def trace_bound(self) -> float:
+        """A bound on ``tr(Z*)``: ``n + sqrt(n (n + |M|))``.
+
+        ``f(Z*) <= f(0) = (n + |M|) / 2`` and ``f(Z) >= 1/2 sum_i (Z_ii - 1)^2``
+        (``tr(Z Lap) >= 0`` for PSD Z and Lap), so ``||diag Z* - 1||^2 <=
+        n + |M|`` and Cauchy-Schwarz bounds the trace. Frank-Wolfe under this
+        bound solves the unconstrained SDP.
+        """
+        n_must = float(self.target[: self.n_pairs].sum())
+        return self.n + math.sqrt(self.n * (self.n + n_must))
 
     # -- building blocks ---------------------------------------------------------
     def _pair_values(self, U: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
