@@ -500,7 +500,7 @@ def knn_laplacian(
     *,
     bandwidth: float | None = None,
     device="cpu",
-    chunk_size: int = 2048,
+    chunk_size: int | None = None,
     warn_disconnected: bool = True,
 ) -> sp.csr_matrix:
     """Normalized Laplacian of the symmetric kNN graph with heat-kernel weights.
@@ -522,8 +522,9 @@ def knn_laplacian(
         kNN edges (so the weights are O(1) whatever the feature scale).
     device : torch.device or str
         Where the distances are computed (chunks of ``chunk_size`` rows).
-    chunk_size : int
-        Rows per distance block: memory ``O(chunk_size * n)``.
+    chunk_size : int, optional
+        Rows per distance block: memory ``O(chunk_size * n)``; default
+        ``2**24 // n`` rows (blocks of 128 MB in float64).
     warn_disconnected : bool
         Emit a :class:`UserWarning` when the graph has several connected
         components (the smoothness term then does not link them).
@@ -553,6 +554,7 @@ def knn_laplacian(
     Xt = torch.as_tensor(feats, dtype=torch.float64, device=device)
     sq = (Xt * Xt).sum(1)
     dists, idx = [], []
+    chunk_size = chunk_size or max(1, 2**24 // n)
     for start in range(0, n, chunk_size):
         block = Xt[start : start + chunk_size]
         d2 = (
