@@ -20,6 +20,7 @@ import embedopt.completion.path as mc_module
 import embedopt.quantization.estimators as pq_module
 import embedopt.quantization.solvers as pq_solvers
 import embedopt.quantization.two_tower as tt_module
+import embedopt.sdp.estimators as kl_module
 from embedopt._core import (
     DataValidationError,
     InvalidParameterError,
@@ -38,6 +39,8 @@ from embedopt.quantization import (
     ProductQuantizer,
     TwoTowerRetrieval,
 )
+from embedopt.sdp import SOLVERS as SDP_SOLVERS
+from embedopt.sdp import KernelLearning
 from tests.conftest import random_entries
 
 
@@ -397,6 +400,88 @@ CASES.append(
         ],
         bad_inputs=[
             (((np.array([-1, 0]), np.array([0, 1])),), DataValidationError, "non-neg"),
+        ],
+    )
+)
+
+
+def _kl_data():
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 10)
+    X = rng.standard_normal((20, 3)) + 2.0 * y[:, None]
+    return (X, None, None, y)
+
+
+CASES.append(
+    EstimatorCase(
+        name="KernelLearning",
+        make=lambda **kw: KernelLearning(
+            **{"n_components": 3, "n_pairs": 10, "max_iter": 60, **kw},
+            **({} if "random_state" in kw else {"random_state": 0}),
+        ),
+        fit_args=_kl_data,
+        output=lambda est, args: est.kernel(np.arange(20)[:, None], np.arange(20)),
+        fitted_attr="embedding_",
+        options=[{"solver": s} for s in SDP_SOLVERS]
+        + [
+            {"gamma": "eq17"},
+            {"gamma": 2.0},
+            {"lam": 0.0},
+            {"n_neighbors": 3, "bandwidth": 1.0},
+            {"init_scale": 0.5},
+            {"tol": 0.0},
+            {"dtype": "float32"},
+            {"verbose": 1},
+        ],
+        wiring=[
+            (
+                SDP_SOLVERS,
+                "aagd",
+                {
+                    "gamma": (2.5, "gamma"),
+                    "max_iter": (7, "max_iter"),
+                    "tol": (1e-3, "tol"),
+                    "init_scale": (0.5, "init_scale"),
+                    "dtype": (torch.float64, "dtype"),
+                    "verbose": (0, "verbose"),
+                },
+            ),
+            (kl_module, "NPKLProblem", {"lam": (0.7, "lam")}),
+            (
+                kl_module,
+                "knn_laplacian",
+                {"n_neighbors": (4, "n_neighbors"), "bandwidth": (2.0, "bandwidth")},
+            ),
+            (kl_module, "sample_pairs", {"n_pairs": (6, "n_pairs")}),
+        ],
+        bad_params=[
+            {"n_components": 0},
+            {"lam": -1.0},
+            {"n_neighbors": 0},
+            {"solver": "fw"},
+            {"gamma": 0.0},
+            {"max_iter": 0},
+            {"tol": -1.0},
+            {"dtype": "int32"},
+            {"device": "tpu"},
+            {"random_state": "x"},
+        ],
+        bad_inputs=[
+            (
+                (np.full((20, 3), np.nan), None, None, np.zeros(20)),
+                DataValidationError,
+                "NaN",
+            ),
+            ((np.zeros((20, 3)), [[0, 20]]), DataValidationError, "out of range"),
+            ((np.zeros((20, 3)), [[4, 4]]), DataValidationError, "self-pair"),
+            (
+                (np.zeros((20, 3)), [[1, 2]], [[2, 1]]),
+                DataValidationError,
+                "both a must-link and a cannot-link",
+            ),
+            ((np.zeros((20, 3)),), DataValidationError, "must_link"),
+            ((np.zeros((2, 3)), [[0, 1]]), InvalidParameterError, "n_components"),
+            (("text",), DataValidationError, "cannot read"),
         ],
     )
 )

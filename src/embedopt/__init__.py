@@ -8,6 +8,10 @@ completion
 ordinal
     Ordinal embedding from triplet/quadruplet comparisons with SVRG-SBB and
     its baselines.
+sdp
+    Low-rank semidefinite programs on factors: AAGD on the biconvex
+    surrogate f(X Y^T) + gamma/2 ||X - Y||^2, Burer-Monteiro baselines, and
+    nonparametric kernel learning (NPKL) from pairwise constraints.
 quantization
     Product-quantization indexes with rotation learning by Givens coordinate
     descent, OPQ and Cayley baselines, and end-to-end trainable PQ layers.

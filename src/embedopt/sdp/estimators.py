@@ -1,0 +1,335 @@
+"""Nonparametric kernel learning (NPKL, Sec. 4.1) as a scikit-learn style estimator."""
+
+from __future__ import annotations
+
+import warnings
+from typing import ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.cluster.vq import kmeans2
+
+from .._core import (
+    BaseEstimator,
+    DataValidationError,
+    Interval,
+    InvalidParameterError,
+    Options,
+    check_is_fitted,
+    resolve_fit_context,
+    resolve_random_state,
+    to_numpy,
+)
+from .problems import NPKLProblem, check_pairs, knn_laplacian, sample_pairs
+from .solvers import SOLVERS
+
+__all__ = ["KernelLearning"]
+
+# Estimator parameters that only some solvers take (by canonical solver name).
+_SOLVER_PARAMS = {"aagd": ("gamma",), "bm_agd": (), "bm_lbfgs": ()}
+
+
+def _features(X) -> np.ndarray:
+    try:
+        arr = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise DataValidationError(
+            f"X must be a 2-D array of numeric features; cannot read it ({exc})."
+        ) from exc
+    if arr.ndim != 2 or arr.shape[0] < 2:
+        raise DataValidationError(
+            f"X must be a 2-D array with at least 2 patterns (rows); got shape "
+            f"{arr.shape}."
+        )
+    if not np.all(np.isfinite(arr)):
+        row = int(np.nonzero(~np.isfinite(arr).all(axis=1))[0][0])
+        raise DataValidationError(
+            f"X has NaN or infinite features (first in row {row}); impute or drop "
+            "them before fitting."
+        )
+    return arr
+
+
+class KernelLearning(BaseEstimator):
+    """Nonparametric kernel learning from pairwise constraints (NPKL, eq. 13).
+
+    Learns a PSD kernel ``K = V V^T`` (V: n x r, ``r = n_components``) of the
+    n training patterns that minimizes
+    ``1/2 sum_{{i,j} in Omega} (K_ij - T_ij)^2 + lam tr(K Lap)`` over the
+    must-links (``T = 1``), cannot-links (``T = 0``) and the diagonal
+    (``T = 1``), with ``Lap`` the normalized Laplacian of the symmetric
+    ``n_neighbors``-NN graph with heat-kernel weights
+    (:func:`~embedopt.sdp.knn_laplacian`), or a Laplacian given to
+    :meth:`fit`. The SDP is solved on factors (:data:`~embedopt.sdp.SOLVERS`:
+    AAGD, Algorithm 1, by default); memory is ``O((|Omega| + nnz(Lap) + n) r)``.
+
+    Parameters
+    ----------
+    n_components : int
+        Rank r of the learned kernel (the factor's columns); at most n.
+    lam : float
+        Weight lambda of the smoothness term ``tr(K Lap)``.
+    n_neighbors : int
+        Neighbours of the kNN graph.
+    bandwidth : float, optional
+        Heat-kernel width t of ``exp(-||x_i - x_j||^2 / t)``; default the mean
+        squared kNN distance.
+    solver : str
+        A name of :data:`~embedopt.sdp.SOLVERS` (``"aagd"``, ``"bm_agd"``,
+        ``"bm_lbfgs"``).
+    n_pairs : int, optional
+        Must-links and cannot-links (of each kind) sampled from ``y`` when
+        :meth:`fit` gets labels instead of pairs; default ``n // 2``.
+    gamma : {"auto", "eq17"} or float
+        Penalty of AAGD (:func:`~embedopt.sdp.estimate_gamma`).
+    max_iter : int
+        Solver iterations.
+    tol : float
+        Relative objective change that stops the solver.
+    init_scale : float
+        Row norm of the random starting factor.
+    random_state : None, int or numpy Generator
+        Seeds the starting factor, the pair sampling and :meth:`cluster`.
+    device : {"auto", "cpu", "cuda"} or torch.device
+    dtype : {"float64", "float32"}
+        float64 by default: the objective is certified to 1e-6 relative.
+    verbose : int
+    callback : callable, optional
+        ``callback(state) -> bool | None`` once per solver iteration.
+
+    Attributes
+    ----------
+    embedding_ : numpy.ndarray, shape (n, n_components)
+        The factor V of the learned kernel ``K = V V^T``.
+    embedding_tensor_ : torch.Tensor
+        The same factor on the fit device, for further torch work.
+    objective_ : float
+        ``f(V V^T)`` (eq. 13).
+    must_link_, cannot_link_ : numpy.ndarray, shape (m, 2)
+        The pairs used (given or sampled), ordered ``i < j``.
+    history_ : dict of numpy.ndarray
+    n_iter_ : int
+    stop_reason_ : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> y = np.repeat([0, 1], 10)
+    >>> X = np.random.default_rng(0).normal(size=(20, 2)) + 2 * y[:, None]
+    >>> est = KernelLearning(n_components=3, random_state=0).fit(X, y=y)
+    >>> est.cluster(2).shape
+    (20,)
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "n_components": [Interval(int, 1, None)],
+        "lam": [Interval(float, 0, None)],
+        "n_neighbors": [Interval(int, 1, None)],
+        "bandwidth": [Interval(float, 0, None, closed="neither"), None],
+        "solver": [Options(SOLVERS)],
+        "n_pairs": [Interval(int, 1, None), None],
+        "gamma": [
+            Options(["auto", "eq17"]),
+            Interval(float, 0, None, closed="neither"),
+        ],
+        "max_iter": [Interval(int, 1, None)],
+        "tol": [Interval(float, 0, None)],
+        "init_scale": [Interval(float, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+        "device": ["device"],
+        "dtype": ["dtype"],
+        "verbose": [Interval(int, 0, None), "boolean"],
+        "callback": ["callable", None],
+    }
+
+    def __init__(
+        self,
+        n_components: int = 10,
+        *,
+        lam: float = 1.0,
+        n_neighbors: int = 5,
+        bandwidth: float | None = None,
+        solver: str = "aagd",
+        n_pairs: int | None = None,
+        gamma="auto",
+        max_iter: int = 1000,
+        tol: float = 1e-7,
+        init_scale: float = 1.0,
+        random_state=None,
+        device="auto",
+        dtype="float64",
+        verbose: int = 0,
+        callback=None,
+    ):
+        self.n_components = n_components
+        self.lam = lam
+        self.n_neighbors = n_neighbors
+        self.bandwidth = bandwidth
+        self.solver = solver
+        self.n_pairs = n_pairs
+        self.gamma = gamma
+        self.max_iter = max_iter
+        self.tol = tol
+        self.init_scale = init_scale
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+        self.verbose = verbose
+        self.callback = callback
+
+    def _pairs(self, n, must_link, cannot_link, y, ctx):
+        if must_link is not None or cannot_link is not None:
+            return must_link, cannot_link
+        if y is None:
+            raise DataValidationError(
+                "Give pairwise constraints (must_link and/or cannot_link) or class "
+                "labels y to sample them from."
+            )
+        y = np.asarray(y)
+        if y.shape != (n,):
+            raise DataValidationError(
+                f"y must have one label per pattern, shape ({n},); got {y.shape}."
+            )
+        n_pairs = self.n_pairs if self.n_pairs is not None else max(n // 2, 1)
+        return sample_pairs(y, n_pairs=n_pairs, random_state=ctx.random_state)
+
+    def fit(
+        self, X, must_link=None, cannot_link=None, y=None, laplacian=None
+    ) -> KernelLearning:
+        """Learn the kernel of the patterns X.
+
+        Parameters
+        ----------
+        X : array-like or scipy.sparse matrix, shape (n, d)
+            Features, used for the kNN graph (unless ``laplacian`` is given).
+        must_link, cannot_link : array-like of int, shape (m, 2), optional
+            Pairs of patterns in the same / different classes.
+        y : array-like, shape (n,), optional
+            Class labels to sample ``n_pairs`` pairs of each kind from, when
+            no pairs are given (the paper's protocol).
+        laplacian : scipy.sparse matrix, shape (n, n), optional
+            A symmetric graph Laplacian replacing the kNN one.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        InvalidParameterError
+            A bad parameter, or ``n_components`` larger than n.
+        DataValidationError
+            NaN features, pairs out of range, self-pairs, duplicate pairs, a
+            pair both must-link and cannot-link, no pairs and no labels.
+        """
+        self._validate_params()
+        ctx = resolve_fit_context(self)
+        feats = _features(X)
+        n = feats.shape[0]
+        if self.n_components > n:
+            raise InvalidParameterError(
+                f"The 'n_components' parameter of KernelLearning must be an int in "
+                f"[1, n] = [1, {n}]. Got {self.n_components}."
+            )
+        # the pairs are checked before the kNN graph, the first real work
+        ml, cl = check_pairs(*self._pairs(n, must_link, cannot_link, y, ctx), n)
+        if laplacian is None:
+            laplacian = knn_laplacian(
+                feats, n_neighbors=self.n_neighbors, bandwidth=self.bandwidth
+            )
+        problem = NPKLProblem(
+            n, ml, cl, laplacian, lam=self.lam, device=ctx.device, dtype=ctx.dtype
+        )
+        name = SOLVERS.resolve_name(self.solver)
+        extra = {k: getattr(self, k) for k in _SOLVER_PARAMS[name]}
+        result = SOLVERS.get(name)(
+            problem,
+            self.n_components,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            init_scale=self.init_scale,
+            random_state=ctx.random_state,
+            device=ctx.device,
+            dtype=ctx.dtype,
+            verbose=self.verbose,
+            callback=self.callback,
+            **extra,
+        )
+        V = result.x
+        self.embedding_tensor_ = V
+        self.embedding_ = to_numpy(V)
+        self.objective_ = problem.value(V, V)
+        self.must_link_, self.cannot_link_ = ml, cl
+        self.history_ = result.history
+        self.n_iter_ = result.n_iter
+        self.stop_reason_ = result.stop_reason
+        return self
+
+    def kernel(self, i, j) -> np.ndarray:
+        """Learned kernel values ``K_ij = <v_i, v_j>`` on demand.
+
+        Parameters
+        ----------
+        i, j : array-like of int
+            Pattern indices (broadcast together).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``K[i, j]``, in the shape of the broadcast indices.
+        """
+        check_is_fitted(self, "embedding_")
+        V = self.embedding_
+        i, j = np.broadcast_arrays(np.asarray(i), np.asarray(j))
+        n = V.shape[0]
+        for name, idx in (("i", i), ("j", j)):
+            if not np.issubdtype(idx.dtype, np.integer) or (
+                idx.size and (idx.min() < 0 or idx.max() >= n)
+            ):
+                raise DataValidationError(
+                    f"Kernel index {name} must hold ints in [0, {n}) (out of range)."
+                )
+        return np.einsum("...k,...k->...", V[i], V[j])
+
+    def cluster(self, n_clusters: int, *, n_init: int = 10, random_state=None):
+        """Kernel k-means on the learned kernel: k-means on the rows of V.
+
+        With ``K = V V^T`` the feature-space distance is
+        ``||phi_i - phi_j||^2 = K_ii + K_jj - 2 K_ij = ||v_i - v_j||^2``, so
+        k-means on the factor's rows is kernel k-means on K, at
+        ``O(n r n_clusters)`` per iteration instead of ``O(n^2)``.
+
+        Parameters
+        ----------
+        n_clusters : int
+        n_init : int
+            Restarts (k-means++ seeding); the one with the smallest
+            within-cluster sum of squares is kept.
+        random_state : None, int or numpy Generator, optional
+            Default: the estimator's ``random_state``.
+
+        Returns
+        -------
+        numpy.ndarray of int, shape (n,)
+            Cluster labels.
+        """
+        check_is_fitted(self, "embedding_")
+        V = np.asarray(self.embedding_, dtype=np.float64)
+        if not (
+            isinstance(n_clusters, (int, np.integer)) and 1 <= n_clusters <= len(V)
+        ):
+            raise InvalidParameterError(
+                f"The 'n_clusters' parameter of KernelLearning.cluster must be an "
+                f"int in [1, {len(V)}]. Got {n_clusters!r}."
+            )
+        seed = self.random_state if random_state is None else random_state
+        rng = resolve_random_state(seed, "KernelLearning.cluster").numpy
+        best, best_inertia = None, np.inf
+        for _ in range(max(int(n_init), 1)):
+            with warnings.catch_warnings():  # an empty cluster: another restart
+                warnings.simplefilter("ignore", UserWarning)
+                centers, labels = kmeans2(V, int(n_clusters), minit="++", seed=rng)
+            inertia = float(((V - centers[labels]) ** 2).sum())
+            if inertia < best_inertia:
+                best, best_inertia = labels, inertia
+        return best

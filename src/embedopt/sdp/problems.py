@@ -1,0 +1,586 @@
+"""Smooth convex functions of a PSD matrix, seen only through its factors.
+
+The SDP ``min_{Z in S_+^n} f(Z)`` (eq. 1) is solved on factors: ``Z = X Y^T``
+(the bilinear surrogate, eq. 3-4) or ``Z = V V^T`` (Burer-Monteiro, eq. 2).
+A problem never forms an n x n matrix; it answers, at ``Z = X Y^T``:
+
+- the value ``f(X Y^T)``;
+- the gradient ``G = nabla f(X Y^T)`` as an operator on factors: ``G W`` and
+  ``G^T W`` for an n x k matrix W, so that ``nabla_X f(X, Y) = G Y`` and
+  ``nabla_Y f(X, Y) = G^T X`` (eq. 29) and ``||G||_2`` can be estimated by
+  power iteration (eq. 17);
+- for quadratic f only, the curvature ``q(E) = <E, nabla^2 f E>`` along a
+  direction ``E = U V^T`` given by its factors, which yields the exact step
+  along a direction (Proposition 2, eq. 22; the quartic line search of
+  Burer & Choi for ``f(V V^T)``).
+
+:class:`NPKLProblem` is eq. 13 (nonparametric kernel learning); every oracle
+costs ``O((|Omega| + nnz(Lap)) r)``. :func:`knn_laplacian` builds its graph
+Laplacian, :func:`sample_pairs` its must-link / cannot-link pairs from labels.
+
+Precision: the solvers of :mod:`embedopt.sdp` default to float64, because the
+SDP objective is certified to 1e-6 relative accuracy and float32 rounding of
+``Z_ij`` (about 1e-7 |Z_ij| per entry, summed over |Omega| terms) is of that
+order; in float32 every sum that cancels is still accumulated in float64.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from scipy.sparse.csgraph import connected_components
+
+from .._core import DataValidationError, resolve_random_state
+
+__all__ = [
+    "FactorGradient",
+    "FactorProblem",
+    "NPKLProblem",
+    "check_pairs",
+    "knn_laplacian",
+    "sample_pairs",
+]
+
+
+class FactorGradient:
+    """The gradient ``G = nabla f(X Y^T)`` as an operator, and ``f`` there.
+
+    Parameters
+    ----------
+    value : float or callable
+        ``f(X Y^T)``, or a function of no argument computing it on first use
+        (so that it can reuse products computed for the gradient).
+    matmul : callable
+        ``W -> G W`` for W of shape (n, k).
+    rmatmul : callable, optional
+        ``W -> G^T W``; default ``matmul`` (a symmetric gradient, as for every
+        f defined on symmetric matrices through ``sym(Z) = (Z + Z^T) / 2``).
+    """
+
+    def __init__(self, value, matmul, rmatmul=None):
+        self._value = value
+        self.matmul = matmul
+        self.rmatmul = rmatmul if rmatmul is not None else matmul
+        self.symmetric = rmatmul is None
+
+    @property
+    def value(self) -> float:
+        """``f(X Y^T)``."""
+        if callable(self._value):
+            self._value = float(self._value())
+        return float(self._value)
+
+    def spectral_norm(
+        self, v: torch.Tensor, n_iter: int = 3
+    ) -> tuple[float, torch.Tensor]:
+        """Estimate ``||G||_2`` by power iteration (on G when symmetric, else G^T G).
+
+        Parameters
+        ----------
+        v : torch.Tensor, shape (n, 1)
+            Starting vector (warm start: the vector returned last time).
+        n_iter : int
+            Power iterations; each costs one product with one column (two
+            when G is not symmetric).
+
+        Returns
+        -------
+        norm : float
+            A lower estimate of ``||G||_2`` (exact as ``n_iter`` grows).
+        v : torch.Tensor
+            The last normalized iterate, to warm-start the next estimate.
+        """
+        v = v / v.norm().clamp_min(torch.finfo(v.dtype).tiny)
+        est = 0.0
+        tiny = torch.finfo(v.dtype).tiny
+        for _ in range(n_iter):
+            w = self.matmul(v)
+            est = float(w.norm())
+            # symmetric G: ||G v|| -> max |eigenvalue| = ||G||_2 from G v alone
+            u = w if self.symmetric else self.rmatmul(w)
+            v = u / u.norm().clamp_min(tiny)
+        return est, v
+
+
+@runtime_checkable
+class FactorProblem(Protocol):
+    """A smooth convex ``f(Z)`` on n x n matrices, given through factors.
+
+    Attributes
+    ----------
+    n : int
+        Size of Z.
+    quadratic : bool
+        Whether f is quadratic in Z (then :meth:`curvature` exists and the
+        solvers take exact steps, Proposition 2).
+    lipschitz : float
+        Lipschitz constant M of ``nabla f`` in the Frobenius norm (the
+        largest eigenvalue of the Hessian of f); used by the penalty
+        estimate of :func:`~embedopt.sdp.estimate_gamma` (eq. 17, 21).
+    strong_convexity : float
+        Smallest eigenvalue of the Hessian of f (0 when f is not strongly
+        convex), the ``sigma_hat_min(P P^T)`` of eq. 18.
+    """
+
+    n: int
+    quadratic: bool
+    lipschitz: float
+    strong_convexity: float
+
+    def value(self, X: torch.Tensor, Y: torch.Tensor) -> float:
+        """``f(X Y^T)``."""
+
+    def gradient(self, X: torch.Tensor, Y: torch.Tensor) -> FactorGradient:
+        """``f(X Y^T)`` and ``G = nabla f(X Y^T)`` as an operator."""
+
+    def curvature(self, U: torch.Tensor, V: torch.Tensor) -> float:
+        """``q(U V^T) = <U V^T, nabla^2 f [U V^T]>`` (quadratic f only)."""
+
+
+# -- NPKL (eq. 13) ----------------------------------------------------------------
+class NPKLProblem:
+    """Nonparametric kernel learning, eq. 13, on factors.
+
+    ``f(Z) = 1/2 sum_{{i,j} in Omega} (sym(Z)_ij - T_ij)^2 + lam tr(Z Lap)``
+
+    with ``Omega`` the must-links (``T = 1``), the cannot-links (``T = 0``)
+    and the diagonal (``T = 1``), each unordered pair once, and
+    ``sym(Z) = (Z + Z^T) / 2``. On symmetric Z this is eq. 13 exactly; on the
+    non-symmetric ``X Y^T`` of the bilinear surrogate it makes the gradient
+    symmetric, ``G = sum_p r_p (e_i e_j^T + e_j e_i^T) / 2 + lam Lap`` with
+    residuals ``r_p = sym(Z)_ij - T_ij``, so that ``nabla_X f = G Y`` and
+    ``nabla_Y f = G X`` play symmetric roles. The Hessian of f has
+    eigenvalues 1 (diagonal entries), 1/2 (pairs) and 0: ``lipschitz = 1``,
+    ``strong_convexity = 0`` (the L = 1, sigma = 0 of Sec. 4.1.2).
+
+    Parameters
+    ----------
+    n : int
+        Number of patterns.
+    must_link, cannot_link : array-like of int, shape (m, 2)
+        Pairs ``(i, j)``, ``i != j``, validated by :func:`check_pairs`.
+    laplacian : scipy.sparse matrix, shape (n, n), optional
+        Symmetric graph Laplacian ``Lap`` (e.g. :func:`knn_laplacian`); None
+        drops the smoothness term.
+    lam : float
+        Weight lambda of ``tr(Z Lap)``.
+    device : torch.device or str
+    dtype : torch.dtype
+        float64 by default (see the module docstring).
+    """
+
+    quadratic = True
+    lipschitz = 1.0
+    strong_convexity = 0.0
+
+    def __init__(
+        self,
+        n: int,
+        must_link=None,
+        cannot_link=None,
+        laplacian=None,
+        *,
+        lam: float = 1.0,
+        device="cpu",
+        dtype=torch.float64,
+    ):
+        self.n = int(n)
+        self.lam = float(lam)
+        self.device = torch.device(device)
+        self.dtype = dtype
+        ml, cl = check_pairs(must_link, cannot_link, self.n)
+        diag = np.repeat(np.arange(self.n), 2).reshape(-1, 2)
+        pairs = np.concatenate([ml, cl, diag]).astype(np.int64)
+        target = np.concatenate([np.ones(len(ml)), np.zeros(len(cl)), np.ones(self.n)])
+        self.n_pairs = len(ml) + len(cl)
+        self.rows = torch.as_tensor(pairs[:, 0], device=self.device)
+        self.cols = torch.as_tensor(pairs[:, 1], device=self.device)
+        self.target = torch.as_tensor(target, device=self.device, dtype=dtype)
+        self.laplacian = None
+        if laplacian is not None and self.lam != 0:
+            self.laplacian = _to_torch_csr(laplacian, self.n, self.device, dtype)
+
+    @property
+    def trace_bound(self) -> float:
+        """A bound on ``tr(Z*)``: ``n + sqrt(n (n + |M|))``.
+
+        ``f(Z*) <= f(0) = (n + |M|) / 2`` and ``f(Z) >= 1/2 sum_i (Z_ii - 1)^2``
+        (``tr(Z Lap) >= 0`` for PSD Z and Lap), so ``||diag Z* - 1||^2 <=
+        n + |M|`` and Cauchy-Schwarz bounds the trace. Frank-Wolfe under this
+        bound solves the unconstrained SDP.
+        """
+        n_must = float(self.target[: self.n_pairs].sum())
+        return self.n + math.sqrt(self.n * (self.n + n_must))
+
+    # -- building blocks ---------------------------------------------------------
+    def _pair_values(self, U: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+        """``sym(U V^T)_ij`` for every pair of Omega, O(|Omega| r)."""
+        i, j = self.rows, self.cols
+        if U is V:  # Z = V V^T is symmetric already: half the gathers
+            return (U[i] * U[j]).sum(1)
+        return 0.5 * ((U[i] * V[j]).sum(1) + (U[j] * V[i]).sum(1))
+
+    def _scatter(self, resid: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+        """``S(r) W`` with ``S(r) = sum_p r_p (e_i e_j^T + e_j e_i^T) / 2``."""
+        half = (0.5 * resid).unsqueeze(1)
+        out = torch.zeros_like(W)
+        out.index_add_(0, self.rows, half * W[self.cols])
+        out.index_add_(0, self.cols, half * W[self.rows])
+        return out
+
+    def _lap(self, W: torch.Tensor) -> torch.Tensor:
+        return self.laplacian @ W
+
+    # -- the oracles ---------------------------------------------------------------
+    def value(self, X: torch.Tensor, Y: torch.Tensor) -> float:
+        """``f(X Y^T)`` (eq. 13, 14), O((|Omega| + nnz(Lap)) r).
+
+        Parameters
+        ----------
+        X, Y : torch.Tensor, shape (n, r)
+
+        Returns
+        -------
+        float
+        """
+        return self.gradient(X, Y).value
+
+    def gradient(self, X: torch.Tensor, Y: torch.Tensor) -> FactorGradient:
+        """``f(X Y^T)`` and ``G = nabla f(X Y^T)`` as a (symmetric) operator.
+
+        The residuals are computed once (O(|Omega| r)); each product ``G W``
+        then costs ``O((|Omega| + nnz(Lap)) k)`` for W with k columns.
+
+        Parameters
+        ----------
+        X, Y : torch.Tensor, shape (n, r)
+
+        Returns
+        -------
+        FactorGradient
+        """
+        resid = self._pair_values(X, Y) - self.target
+        # Lap X and Lap Y serve both the gradient products G X, G Y and the
+        # value's tr(X Y^T Lap): computed once, whichever is asked first.
+        cache: dict[int, torch.Tensor] = {}
+
+        def lap(W: torch.Tensor) -> torch.Tensor:
+            if W is not X and W is not Y:
+                return self._lap(W)
+            if id(W) not in cache:
+                cache[id(W)] = self._lap(W)
+            return cache[id(W)]
+
+        def value() -> float:
+            fit = 0.5 * float((resid * resid).sum(dtype=torch.float64))
+            if self.laplacian is None:
+                return fit
+            A, LB = (Y, cache[id(X)]) if id(X) in cache else (X, lap(Y))
+            return fit + self.lam * float((A * LB).sum(dtype=torch.float64))
+
+        def matmul(W: torch.Tensor) -> torch.Tensor:
+            out = self._scatter(resid, W)
+            if self.laplacian is not None:
+                out = out + self.lam * lap(W)
+            return out
+
+        return FactorGradient(value, matmul)
+
+    def curvature(self, U: torch.Tensor, V: torch.Tensor) -> float:
+        """``q(U V^T) = sum_{p in Omega} sym(U V^T)_p^2`` (the trace term is linear).
+
+        Parameters
+        ----------
+        U, V : torch.Tensor, shape (n, k)
+
+        Returns
+        -------
+        float
+        """
+        s = self._pair_values(U, V)
+        return float((s * s).sum(dtype=torch.float64))
+
+    def dense(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Dense ``(mask, T, lam Lap)`` for small-n references.
+
+        ``f(Z) = 1/2 sum_ij mask_ij (sym(Z)_ij - T_ij)^2 + tr(Z lam Lap)``.
+
+        Returns
+        -------
+        mask : numpy.ndarray, shape (n, n)
+            Weight of each entry of ``sym(Z)``: 1 on the diagonal, 1/2 on
+            both ``(i, j)`` and ``(j, i)`` of a pair, 0 elsewhere.
+        target : numpy.ndarray, shape (n, n)
+        laplacian : numpy.ndarray, shape (n, n)
+            ``lam Lap`` (zeros without a Laplacian).
+        """
+        n = self.n
+        mask = np.zeros((n, n))
+        target = np.zeros((n, n))
+        i, j = self.rows.cpu().numpy(), self.cols.cpu().numpy()
+        t = self.target.cpu().numpy()
+        off = i != j
+        mask[i[off], j[off]] = mask[j[off], i[off]] = 0.5
+        mask[i[~off], i[~off]] = 1.0
+        target[i, j] = target[j, i] = t
+        lap = np.zeros((n, n))
+        if self.laplacian is not None:
+            lap = self.laplacian.to_dense().cpu().numpy() * self.lam
+        return mask, target, lap
+
+
+def _to_torch_csr(matrix, n: int, device, dtype) -> torch.Tensor:
+    if not sp.issparse(matrix):
+        raise DataValidationError(
+            "laplacian must be a scipy.sparse matrix of shape (n, n); got "
+            f"{type(matrix).__name__}."
+        )
+    if matrix.shape != (n, n):
+        raise DataValidationError(
+            f"laplacian has shape {matrix.shape}; expected ({n}, {n}), one row per "
+            "pattern."
+        )
+    csr = sp.csr_matrix(matrix, dtype=np.float64)
+    if not np.all(np.isfinite(csr.data)):
+        raise DataValidationError("laplacian has NaN or infinite entries.")
+    if abs(csr - csr.T).max() > 1e-10 * max(abs(csr).max(), 1.0):
+        raise DataValidationError("laplacian must be symmetric.")
+    return torch.sparse_csr_tensor(
+        torch.as_tensor(csr.indptr, dtype=torch.int64),
+        torch.as_tensor(csr.indices, dtype=torch.int64),
+        torch.as_tensor(csr.data, dtype=dtype),
+        size=(n, n),
+        check_invariants=False,  # built from a valid SciPy CSR
+    ).to(device)
+
+
+# -- pairs ------------------------------------------------------------------------
+def _as_pairs(pairs, name: str) -> np.ndarray:
+    if pairs is None:
+        return np.zeros((0, 2), dtype=np.int64)
+    arr = np.asarray(pairs)
+    if arr.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise DataValidationError(
+            f"{name} must have shape (m, 2), one pair (i, j) per row; got shape "
+            f"{arr.shape}."
+        )
+    if not np.issubdtype(arr.dtype, np.integer):
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            raise DataValidationError(f"{name} must hold integer pattern indices.")
+        arr = arr.astype(np.int64)
+    return arr.astype(np.int64)
+
+
+def check_pairs(must_link, cannot_link, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Validate must-link and cannot-link pairs of n patterns.
+
+    Parameters
+    ----------
+    must_link, cannot_link : array-like of int, shape (m, 2), or None
+    n : int
+        Number of patterns; indices must lie in ``[0, n)``.
+
+    Returns
+    -------
+    must_link, cannot_link : numpy.ndarray of int64, shape (m, 2)
+        Each pair ordered ``i < j``.
+
+    Raises
+    ------
+    DataValidationError
+        An index out of range, a self-pair ``(i, i)``, a pair given twice,
+        or a pair that is both a must-link and a cannot-link (named).
+    """
+    out = []
+    for name, pairs in (("must_link", must_link), ("cannot_link", cannot_link)):
+        arr = _as_pairs(pairs, name)
+        bad = (arr < 0) | (arr >= n)
+        if bad.any():
+            row = int(np.nonzero(bad.any(1))[0][0])
+            raise DataValidationError(
+                f"{name} pair {row} is {tuple(arr[row].tolist())}: indices must lie "
+                f"in [0, {n}) (out of range)."
+            )
+        same = arr[:, 0] == arr[:, 1]
+        if same.any():
+            row = int(np.nonzero(same)[0][0])
+            raise DataValidationError(
+                f"{name} pair {row} is a self-pair {tuple(arr[row].tolist())}; the "
+                "diagonal is always constrained (K_ii = 1), remove it."
+            )
+        arr = np.sort(arr, axis=1)
+        keys = arr[:, 0] * n + arr[:, 1]
+        uniq, counts = np.unique(keys, return_counts=True)
+        if (counts > 1).any():
+            k = int(uniq[counts > 1][0])
+            raise DataValidationError(
+                f"{name} holds the duplicate pair ({k // n}, {k % n}); give each "
+                "pair once."
+            )
+        out.append((arr, keys))
+    (ml, ml_keys), (cl, cl_keys) = out
+    both = np.intersect1d(ml_keys, cl_keys)
+    if both.size:
+        k = int(both[0])
+        raise DataValidationError(
+            f"The pair ({k // n}, {k % n}) is both a must-link and a cannot-link "
+            f"({both.size} such pair(s)); remove it from one of the two sets."
+        )
+    return ml, cl
+
+
+def sample_pairs(y, n_pairs: int, random_state=None) -> tuple[np.ndarray, np.ndarray]:
+    """Sample must-link and cannot-link pairs from class labels.
+
+    As in the paper's NPKL experiments (Table 1): ``n_pairs`` distinct
+    must-links (two patterns of the same class) and ``n_pairs`` distinct
+    cannot-links (different classes), uniformly among such pairs.
+
+    Parameters
+    ----------
+    y : array-like, shape (n,)
+        Class labels.
+    n_pairs : int
+        Pairs of each kind.
+    random_state : None, int, numpy Generator or RandomState
+
+    Returns
+    -------
+    must_link, cannot_link : numpy.ndarray of int64, shape (n_pairs, 2)
+        Pairs ordered ``i < j``.
+
+    Raises
+    ------
+    DataValidationError
+        If there are fewer than ``n_pairs`` pairs of a kind.
+    """
+    y = np.asarray(y)
+    n = len(y)
+    rng = resolve_random_state(random_state).numpy
+    _, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+    n_same = int((counts * (counts - 1) // 2).sum())
+    n_diff = n * (n - 1) // 2 - n_same
+    result = []
+    for want_same, available in ((True, n_same), (False, n_diff)):
+        if n_pairs > available:
+            kind = "must-link" if want_same else "cannot-link"
+            raise DataValidationError(
+                f"Only {available} {kind} pairs exist among these labels; asked for "
+                f"n_pairs={n_pairs}."
+            )
+        keys = np.zeros(0, dtype=np.int64)
+        # Rejection sampling of uniform pairs; a few rounds suffice unless a
+        # kind is rare, when each round still adds what it finds.
+        while len(keys) < n_pairs:
+            m = 2 * (n_pairs - len(keys)) + 16
+            i = rng.integers(0, n, size=m)
+            j = rng.integers(0, n, size=m)
+            keep = (i != j) & ((inverse[i] == inverse[j]) == want_same)
+            lo, hi = np.minimum(i, j)[keep], np.maximum(i, j)[keep]
+            new = lo.astype(np.int64) * n + hi
+            _, first = np.unique(new, return_index=True)
+            new = new[np.sort(first)]
+            new = new[~np.isin(new, keys)]
+            keys = np.concatenate([keys, new])[:n_pairs]
+        result.append(np.stack([keys // n, keys % n], axis=1))
+    return result[0], result[1]
+
+
+# -- the graph Laplacian ------------------------------------------------------------
+def knn_laplacian(
+    X,
+    n_neighbors: int = 5,
+    *,
+    bandwidth: float | None = None,
+    device="cpu",
+    chunk_size: int | None = None,
+    warn_disconnected: bool = True,
+) -> sp.csr_matrix:
+    """Normalized Laplacian of the symmetric kNN graph with heat-kernel weights.
+
+    ``i ~ j`` when j is among the ``n_neighbors`` nearest neighbours of i or
+    i among those of j (Euclidean distance); the weight is the heat kernel
+    ``W_ij = exp(-||x_i - x_j||^2 / t)``; the Laplacian is the normalized
+    ``Lap = I - D^{-1/2} W D^{-1/2}`` with ``D = diag(W 1)``, whose
+    eigenvalues lie in [0, 2] (the ``Delta`` of eq. 13).
+
+    Parameters
+    ----------
+    X : array-like, shape (n, d)
+        Features (dense NumPy or scipy.sparse rows).
+    n_neighbors : int
+        Neighbours per pattern (self excluded).
+    bandwidth : float, optional
+        The heat-kernel width t; default the mean squared distance over the
+        kNN edges (so the weights are O(1) whatever the feature scale).
+    device : torch.device or str
+        Where the distances are computed (chunks of ``chunk_size`` rows).
+    chunk_size : int, optional
+        Rows per distance block: memory ``O(chunk_size * n)``; default
+        ``2**24 // n`` rows (blocks of 128 MB in float64).
+    warn_disconnected : bool
+        Emit a :class:`UserWarning` when the graph has several connected
+        components (the smoothness term then does not link them).
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, shape (n, n)
+
+    Raises
+    ------
+    DataValidationError
+        NaN or infinite features, or ``n_neighbors >= n``.
+    """
+    feats = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    n = feats.shape[0]
+    if not np.all(np.isfinite(feats)):
+        row = int(np.nonzero(~np.isfinite(feats).all(axis=1))[0][0])
+        raise DataValidationError(
+            f"X has NaN or infinite features (first in row {row}); impute or drop "
+            "them before building the kNN graph."
+        )
+    if n_neighbors >= n:
+        raise DataValidationError(
+            f"n_neighbors={n_neighbors} needs more than {n_neighbors} patterns; got "
+            f"n={n}."
+        )
+    Xt = torch.as_tensor(feats, dtype=torch.float64, device=device)
+    sq = (Xt * Xt).sum(1)
+    dists, idx = [], []
+    chunk_size = chunk_size or max(1, 2**24 // n)
+    for start in range(0, n, chunk_size):
+        block = Xt[start : start + chunk_size]
+        d2 = (
+            sq[start : start + len(block), None] + sq[None, :] - 2 * block @ Xt.T
+        ).clamp_min(0)
+        d2[torch.arange(len(block)), torch.arange(start, start + len(block))] = np.inf
+        val, ind = torch.topk(d2, n_neighbors, dim=1, largest=False)
+        dists.append(val.cpu())
+        idx.append(ind.cpu())
+    d2 = torch.cat(dists).numpy().ravel()
+    cols = torch.cat(idx).numpy().ravel()
+    rows = np.repeat(np.arange(n), n_neighbors)
+    t = float(d2.mean()) if bandwidth is None else float(bandwidth)
+    t = t if t > 0 else 1.0  # all neighbours at distance 0: unit weights
+    W = sp.csr_matrix((np.exp(-d2 / t), (rows, cols)), shape=(n, n))
+    W = W.maximum(W.T)  # symmetric kNN graph (i in kNN(j) or j in kNN(i))
+    if warn_disconnected:
+        n_comp, _ = connected_components(W, directed=False)
+        if n_comp > 1:
+            warnings.warn(
+                f"The {n_neighbors}-NN graph has {n_comp} connected components; the "
+                "Laplacian term does not link them. Increase 'n_neighbors'.",
+                UserWarning,
+                stacklevel=2,
+            )
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    inv = 1.0 / np.sqrt(deg)
+    S = sp.diags(inv) @ W @ sp.diags(inv)
+    return sp.csr_matrix(sp.identity(n) - S)
