@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse.linalg as spla
 import torch
 
-from .._core import Interval, InvalidParameterError, validate_params
+from .._core import Interval, InvalidParameterError, validated_params
 from ..optim import IterationMonitor, SolverResult
 from .solvers import _COMMON, _BurerMonteiroStep, _Stopper, initial_factors
 
@@ -101,6 +101,7 @@ def _local_steps(step: _BurerMonteiroStep, V: torch.Tensor, n_steps: int, tau: f
     return V
 
 
+@validated_params(FRANK_WOLFE_CONSTRAINTS, owner="frank_wolfe")
 def frank_wolfe(
     problem,
     init=None,
@@ -160,25 +161,6 @@ def frank_wolfe(
         History: ``objective``, ``gap`` (duality gap), ``rank``, ``step``,
         ``eigenvalue``.
     """
-    validate_params(
-        "frank_wolfe",
-        {
-            "trace_bound": trace_bound,
-            "max_iter": max_iter,
-            "tol": tol,
-            "target": target,
-            "time_limit": time_limit,
-            "local_steps": local_steps,
-            "rank_tol": rank_tol,
-            "init_scale": init_scale,
-            "random_state": random_state,
-            "device": device,
-            "dtype": dtype,
-            "verbose": verbose,
-            "callback": callback,
-        },
-        FRANK_WOLFE_CONSTRAINTS,
-    )
     if trace_bound is None:
         trace_bound = getattr(problem, "trace_bound", None)
         if trace_bound is None:

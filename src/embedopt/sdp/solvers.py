@@ -29,7 +29,7 @@ from .._core import (
     resolve_device,
     resolve_dtype,
     resolve_random_state,
-    validate_params,
+    validated_params,
 )
 from ..optim import (
     IterationMonitor,
@@ -381,6 +381,7 @@ class _AAGDState:
         }
 
 
+@validated_params(AAGD_CONSTRAINTS, owner="aagd")
 def aagd(
     problem,
     init,
@@ -444,23 +445,6 @@ def aagd(
         ``step_x``, ``step_y``, ``restart``. ``info``: ``X`` (the other
         factor), ``gamma``.
     """
-    validate_params(
-        "aagd",
-        {
-            "max_iter": max_iter,
-            "tol": tol,
-            "gamma": gamma,
-            "target": target,
-            "time_limit": time_limit,
-            "init_scale": init_scale,
-            "random_state": random_state,
-            "device": device,
-            "dtype": dtype,
-            "verbose": verbose,
-            "callback": callback,
-        },
-        AAGD_CONSTRAINTS,
-    )
     X, Y = initial_factors(
         problem,
         init,
@@ -581,6 +565,7 @@ class _BurerMonteiroStep:
         return V
 
 
+@validated_params(BURER_MONTEIRO_CONSTRAINTS, owner="burer_monteiro")
 def burer_monteiro(
     problem,
     init,
@@ -628,24 +613,6 @@ def burer_monteiro(
         ``x``: V, the factor of ``Z = V V^T``; history ``objective``
         (``f(V V^T)``) and ``step``/``grad_norm``.
     """
-    validate_params(
-        "burer_monteiro",
-        {
-            "method": method,
-            "max_iter": max_iter,
-            "tol": tol,
-            "target": target,
-            "time_limit": time_limit,
-            "history_size": history_size,
-            "init_scale": init_scale,
-            "random_state": random_state,
-            "device": device,
-            "dtype": dtype,
-            "verbose": verbose,
-            "callback": callback,
-        },
-        BURER_MONTEIRO_CONSTRAINTS,
-    )
     V0, _ = initial_factors(
         problem,
         init,
