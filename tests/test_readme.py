@@ -57,3 +57,19 @@ def test_quantization_tour():
         block = "\n".join(x for x in block.splitlines() if "to_faiss(pq)" not in x)
     ns = run_blocks([block])
     assert ns["ids"].shape == (5, 10) and ns["codes"].shape == (10000, 4)
+
+
+def test_sdp_tour():
+    import itertools
+    import warnings
+
+    import numpy as np
+
+    (block,) = python_blocks("### Kernel learning (low-rank SDP)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # e.g. a disconnected graph
+        ns = run_blocks([block])
+    labels, y = ns["labels"], ns["y"]
+    pairs = itertools.combinations(range(len(y)), 2)
+    rand = np.mean([(labels[i] == labels[j]) == (y[i] == y[j]) for i, j in pairs])
+    assert rand > 0.9

@@ -36,6 +36,7 @@ import torch
 from scipy.sparse.csgraph import connected_components
 
 from .._core import DataValidationError, resolve_random_state
+from ..linalg import csr_tensor
 
 __all__ = [
     "FactorGradient",
@@ -350,12 +351,11 @@ def _to_torch_csr(matrix, n: int, device, dtype) -> torch.Tensor:
         raise DataValidationError("laplacian has NaN or infinite entries.")
     if abs(csr - csr.T).max() > 1e-10 * max(abs(csr).max(), 1.0):
         raise DataValidationError("laplacian must be symmetric.")
-    return torch.sparse_csr_tensor(
+    return csr_tensor(
         torch.as_tensor(csr.indptr, dtype=torch.int64),
         torch.as_tensor(csr.indices, dtype=torch.int64),
         torch.as_tensor(csr.data, dtype=dtype),
-        size=(n, n),
-        check_invariants=False,  # built from a valid SciPy CSR
+        (n, n),
     ).to(device)
 
 
