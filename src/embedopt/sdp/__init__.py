@@ -5,10 +5,12 @@
 gradient descent (AAGD, Hu's Algorithm 1), the Burer-Monteiro baselines on
 ``f(V V^T)``, Frank-Wolfe under a trace bound (with Laue's local steps; it
 chooses the rank), and nonparametric kernel learning (NPKL, eq. 13) as a
-problem and an estimator.
+problem and an estimator, and colored maximum variance unfolding (CMVU,
+eq. 23) likewise.
 """
 
-from .estimators import KernelLearning
+from .cmvu import CMVUProblem, knn_pairs, one_hot_labels
+from .estimators import ColoredMVU, KernelLearning
 from .frank_wolfe import FRANK_WOLFE_CONSTRAINTS, frank_wolfe
 from .problems import (
     FactorGradient,
@@ -37,6 +39,8 @@ __all__ = [
     "BURER_MONTEIRO_CONSTRAINTS",
     "FRANK_WOLFE_CONSTRAINTS",
     "SOLVERS",
+    "CMVUProblem",
+    "ColoredMVU",
     "FactorGradient",
     "FactorProblem",
     "GammaEstimate",
@@ -51,6 +55,8 @@ __all__ = [
     "frank_wolfe",
     "initial_factors",
     "knn_laplacian",
+    "knn_pairs",
+    "one_hot_labels",
     "quartic_step",
     "sample_pairs",
 ]

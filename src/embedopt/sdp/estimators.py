@@ -1,4 +1,8 @@
-"""Nonparametric kernel learning (NPKL, Sec. 4.1) as a scikit-learn style estimator."""
+"""Scikit-learn style estimators of :mod:`embedopt.sdp`.
+
+:class:`KernelLearning` (NPKL, Sec. 4.1) and :class:`ColoredMVU` (CMVU,
+Sec. 4.2).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
+import torch
 from scipy.cluster.vq import kmeans2
 
 from .._core import (
@@ -20,10 +25,11 @@ from .._core import (
     resolve_random_state,
     to_numpy,
 )
+from .cmvu import CMVUProblem, knn_pairs, one_hot_labels
 from .problems import NPKLProblem, check_pairs, knn_laplacian, sample_pairs
 from .solvers import SOLVERS
 
-__all__ = ["KernelLearning"]
+__all__ = ["ColoredMVU", "KernelLearning"]
 
 # Estimator parameters that only some solvers take (by canonical solver name).
 _SOLVER_PARAMS = {"aagd": ("gamma",), "bm_agd": (), "bm_lbfgs": ()}
@@ -48,6 +54,39 @@ def _features(X) -> np.ndarray:
             "them before fitting."
         )
     return arr
+
+
+def _check_rank(estimator, n: int) -> None:
+    if estimator.n_components > n:
+        raise InvalidParameterError(
+            f"The 'n_components' parameter of {type(estimator).__name__} must be an "
+            f"int in [1, n] = [1, {n}]. Got {estimator.n_components}."
+        )
+
+
+def _solve(estimator, problem, ctx):
+    """The one solver call of an sdp estimator's fit (its parameters, its context)."""
+    name = SOLVERS.resolve_name(estimator.solver)
+    extra = {k: getattr(estimator, k) for k in _SOLVER_PARAMS[name]}
+    return SOLVERS.get(name)(
+        problem,
+        estimator.n_components,
+        max_iter=estimator.max_iter,
+        tol=estimator.tol,
+        init_scale=estimator.init_scale,
+        random_state=ctx.random_state,
+        device=ctx.device,
+        dtype=ctx.dtype,
+        verbose=estimator.verbose,
+        callback=estimator.callback,
+        **extra,
+    )
+
+
+def _store_result(estimator, result) -> None:
+    estimator.history_ = result.history
+    estimator.n_iter_ = result.n_iter
+    estimator.stop_reason_ = result.stop_reason
 
 
 class KernelLearning(BaseEstimator):
@@ -226,11 +265,7 @@ class KernelLearning(BaseEstimator):
         ctx = resolve_fit_context(self)
         feats = _features(X)
         n = feats.shape[0]
-        if self.n_components > n:
-            raise InvalidParameterError(
-                f"The 'n_components' parameter of KernelLearning must be an int in "
-                f"[1, n] = [1, {n}]. Got {self.n_components}."
-            )
+        _check_rank(self, n)
         # the pairs are checked before the kNN graph, the first real work
         ml, cl = check_pairs(*self._pairs(n, must_link, cannot_link, y, ctx), n)
         if laplacian is None:
@@ -240,29 +275,13 @@ class KernelLearning(BaseEstimator):
         problem = NPKLProblem(
             n, ml, cl, laplacian, lam=self.lam, device=ctx.device, dtype=ctx.dtype
         )
-        name = SOLVERS.resolve_name(self.solver)
-        extra = {k: getattr(self, k) for k in _SOLVER_PARAMS[name]}
-        result = SOLVERS.get(name)(
-            problem,
-            self.n_components,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            init_scale=self.init_scale,
-            random_state=ctx.random_state,
-            device=ctx.device,
-            dtype=ctx.dtype,
-            verbose=self.verbose,
-            callback=self.callback,
-            **extra,
-        )
+        result = _solve(self, problem, ctx)
         V = result.x
         self.embedding_tensor_ = V
         self.embedding_ = to_numpy(V)
         self.objective_ = problem.value(V, V)
         self.must_link_, self.cannot_link_ = ml, cl
-        self.history_ = result.history
-        self.n_iter_ = result.n_iter
-        self.stop_reason_ = result.stop_reason
+        _store_result(self, result)
         return self
 
     def kernel(self, i, j) -> np.ndarray:
@@ -333,3 +352,179 @@ class KernelLearning(BaseEstimator):
             if inertia < best_inertia:
                 best, best_inertia = labels, inertia
         return best
+
+
+class ColoredMVU(BaseEstimator):
+    """Colored maximum variance unfolding (CMVU, eq. 23) as an embedding.
+
+    Finds a PSD ``Z = V V^T`` (V: n x r, ``r = n_components``) minimizing
+    ``1/2 sum_{{i,j} in N} (Z_ii + Z_jj - 2 Z_ij - d_ij)^2 - lam tr(H Z H K)``
+    over the ``n_neighbors``-NN pairs N (joined into one connected graph,
+    :func:`~embedopt.sdp.knn_pairs`) with their squared distances ``d_ij``:
+    the embedding keeps the local distances while its dependence on the
+    labels (``K = Y Y^T`` for the one-hot labels Y) is maximized. Without
+    labels ``K = I``: plain maximum variance unfolding. The SDP is solved on
+    factors (:data:`~embedopt.sdp.SOLVERS`; AAGD by default) in memory
+    ``O((|N| + n c) r)`` (:class:`~embedopt.sdp.CMVUProblem`).
+
+    Parameters
+    ----------
+    n_components : int
+        Dimension r of the embedding (the factor's columns); at most n.
+    n_neighbors : int
+        Neighbours per pattern whose distances are preserved (the paper uses
+        1 % of n).
+    lam : float
+        Trade-off lambda of the label term (the paper's default 1); relative
+        to the scale of the features (the distance term grows like its
+        fourth power, the label term like its square).
+    solver : str
+        A name of :data:`~embedopt.sdp.SOLVERS`.
+    gamma : {"auto", "eq17"} or float
+        Penalty of AAGD (:func:`~embedopt.sdp.estimate_gamma`).
+    max_iter : int
+    tol : float
+        Relative objective change that stops the solver.
+    init_scale : float
+        Row norm of the random starting factor.
+    random_state : None, int or numpy Generator
+    device : {"auto", "cpu", "cuda"} or torch.device
+    dtype : {"float64", "float32"}
+    verbose : int
+    callback : callable, optional
+        ``callback(state) -> bool | None`` once per solver iteration.
+
+    Attributes
+    ----------
+    embedding_ : numpy.ndarray, shape (n, n_components)
+        The centered factor in principal axes (columns by decreasing
+        variance): ``embedding_ @ embedding_.T = H Z H``.
+    embedding_tensor_ : torch.Tensor
+        The same on the fit device.
+    objective_ : float
+        f at the solution (eq. 23).
+    pairs_ : numpy.ndarray, shape (m, 2)
+        The neighbour pairs N.
+    history_ : dict of numpy.ndarray
+    n_iter_ : int
+    stop_reason_ : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> y = np.repeat([0, 1], 10)
+    >>> X = np.random.default_rng(0).normal(size=(20, 3)) + 3 * y[:, None]
+    >>> ColoredMVU(n_components=2, random_state=0).fit_transform(X, y).shape
+    (20, 2)
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "n_components": [Interval(int, 1, None)],
+        "n_neighbors": [Interval(int, 1, None)],
+        "lam": [Interval(float, 0, None)],
+        "solver": KernelLearning._parameter_constraints["solver"],
+        "gamma": KernelLearning._parameter_constraints["gamma"],
+        "max_iter": [Interval(int, 1, None)],
+        "tol": [Interval(float, 0, None)],
+        "init_scale": [Interval(float, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+        "device": ["device"],
+        "dtype": ["dtype"],
+        "verbose": [Interval(int, 0, None), "boolean"],
+        "callback": ["callable", None],
+    }
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        n_neighbors: int = 5,
+        lam: float = 1.0,
+        solver: str = "aagd",
+        gamma="auto",
+        max_iter: int = 1000,
+        tol: float = 1e-7,
+        init_scale: float = 1.0,
+        random_state=None,
+        device="auto",
+        dtype="float64",
+        verbose: int = 0,
+        callback=None,
+    ):
+        self.n_components = n_components
+        self.n_neighbors = n_neighbors
+        self.lam = lam
+        self.solver = solver
+        self.gamma = gamma
+        self.max_iter = max_iter
+        self.tol = tol
+        self.init_scale = init_scale
+        self.random_state = random_state
+        self.device = device
+        self.dtype = dtype
+        self.verbose = verbose
+        self.callback = callback
+
+    def fit(self, X, y=None) -> ColoredMVU:
+        """Embed the patterns X, coloured by the labels y.
+
+        Parameters
+        ----------
+        X : array-like or scipy.sparse matrix, shape (n, d)
+        y : array-like, shape (n,), optional
+            Class labels (label kernel ``K = Y Y^T``); None for plain MVU.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        InvalidParameterError
+            A bad parameter, or ``n_components`` larger than n.
+        DataValidationError
+            NaN features, y not of length n, ``n_neighbors >= n``.
+        """
+        self._validate_params()
+        ctx = resolve_fit_context(self)
+        feats = _features(X)
+        n = feats.shape[0]
+        _check_rank(self, n)
+        labels = None
+        if y is not None:
+            y = np.asarray(y)
+            if y.shape != (n,):
+                raise DataValidationError(
+                    f"y must have one label per pattern, shape ({n},); got {y.shape}."
+                )
+            labels = one_hot_labels(y)
+        pairs, sqdist = knn_pairs(feats, self.n_neighbors, device=ctx.device)
+        problem = CMVUProblem(
+            n, pairs, sqdist, labels, lam=self.lam, device=ctx.device, dtype=ctx.dtype
+        )
+        result = _solve(self, problem, ctx)
+        V = result.x
+        self.objective_ = problem.value(V, V)
+        # principal axes of the centered factor: Z's translation is free and
+        # its rotation arbitrary, so report the embedding PCA would show
+        centered = V - V.mean(0, keepdim=True)
+        U, S, _ = torch.linalg.svd(centered, full_matrices=False)
+        self.embedding_tensor_ = U * S
+        self.embedding_ = to_numpy(self.embedding_tensor_)
+        self.pairs_ = pairs
+        _store_result(self, result)
+        return self
+
+    def fit_transform(self, X, y=None) -> np.ndarray:
+        """Fit, then return ``embedding_``.
+
+        Parameters
+        ----------
+        X, y
+            See :meth:`fit`.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, n_components)
+        """
+        return self.fit(X, y).embedding_
