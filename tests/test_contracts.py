@@ -26,6 +26,7 @@ from embedopt._core import (
     InvalidParameterError,
     NotFittedError,
     Registry,
+    check_is_fitted,
     clone,
 )
 from embedopt.completion import SOLVERS, MatrixCompletion, TensorCompletion
@@ -40,7 +41,7 @@ from embedopt.quantization import (
     TwoTowerRetrieval,
 )
 from embedopt.sdp import SOLVERS as SDP_SOLVERS
-from embedopt.sdp import KernelLearning
+from embedopt.sdp import ColoredMVU, KernelLearning
 from tests.conftest import random_entries
 
 
@@ -481,6 +482,79 @@ CASES.append(
             ),
             ((np.zeros((20, 3)),), DataValidationError, "must_link"),
             ((np.zeros((2, 3)), [[0, 1]]), InvalidParameterError, "n_components"),
+            (("text",), DataValidationError, "cannot read"),
+        ],
+    )
+)
+
+
+def _cmvu_data():
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 10)
+    X = rng.standard_normal((20, 3)) + 1.5 * y[:, None]
+    return (X, y)
+
+
+def _cmvu_output(est, args):
+    check_is_fitted(est, "embedding_")  # transductive: the fitted embedding
+    return est.embedding_
+
+
+CASES.append(
+    EstimatorCase(
+        name="ColoredMVU",
+        make=lambda **kw: ColoredMVU(
+            **{"n_components": 2, "max_iter": 60, **kw},
+            **({} if "random_state" in kw else {"random_state": 0}),
+        ),
+        fit_args=_cmvu_data,
+        output=_cmvu_output,
+        fitted_attr="embedding_",
+        options=[{"solver": s} for s in SDP_SOLVERS]
+        + [
+            {"gamma": "eq17"},
+            {"gamma": 2.0},
+            {"lam": 0.0},
+            {"n_neighbors": 3},
+            {"init_scale": 0.5},
+            {"tol": 0.0},
+            {"dtype": "float32"},
+            {"verbose": 1},
+        ],
+        wiring=[
+            (
+                SDP_SOLVERS,
+                "aagd",
+                {
+                    "gamma": (2.5, "gamma"),
+                    "max_iter": (7, "max_iter"),
+                    "tol": (1e-3, "tol"),
+                    "init_scale": (0.5, "init_scale"),
+                    "dtype": (torch.float64, "dtype"),
+                    "verbose": (0, "verbose"),
+                },
+            ),
+            (kl_module, "CMVUProblem", {"lam": (0.7, "lam")}),
+            (kl_module, "knn_pairs", {"n_neighbors": (4, "n_neighbors")}),
+        ],
+        bad_params=[
+            {"n_components": 0},
+            {"lam": -1.0},
+            {"n_neighbors": 0},
+            {"solver": "fw"},
+            {"gamma": 0.0},
+            {"max_iter": 0},
+            {"tol": -1.0},
+            {"dtype": "int32"},
+            {"device": "tpu"},
+            {"random_state": "x"},
+        ],
+        bad_inputs=[
+            ((np.full((20, 3), np.nan),), DataValidationError, "NaN"),
+            ((np.zeros((20, 3)), np.zeros(19)), DataValidationError, "one label"),
+            ((np.zeros((20, 3)), [[0, 1]]), DataValidationError, "one label"),
+            ((np.zeros((1, 3)),), DataValidationError, "at least 2 patterns"),
+            ((np.ones((4, 3)),), DataValidationError, "n_neighbors=5 needs more"),
             (("text",), DataValidationError, "cannot read"),
         ],
     )

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from embedopt._core import DataValidationError, InvalidParameterError, NotFittedError
-from embedopt.sdp import KernelLearning, NPKLProblem, knn_laplacian
+from embedopt.sdp import ColoredMVU, KernelLearning, NPKLProblem, knn_laplacian
 from tests.conftest import data_dir, requires_dataset
 
 
@@ -147,3 +147,54 @@ def test_a1a_smoke():
     assert est.stop_reason_ == "tol"
     # measured 0.77 (0.91 with lam=0.1); the paper's 98 % is the benchmark's goal
     assert _rand_index(est.cluster(2), y) > 0.7
+
+
+# -- ColoredMVU ---------------------------------------------------------------------
+def _loo_1nn_accuracy(E, y):
+    D = ((E[:, None] - E[None]) ** 2).sum(-1)
+    np.fill_diagonal(D, np.inf)
+    return float((y[D.argmin(1)] == y).mean())
+
+
+def test_colored_mvu_separates_three_classes():
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 15)
+    X = rng.normal(size=(45, 5)) + 6.0 * np.eye(5)[y]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the joined components
+        est = ColoredMVU(2, max_iter=300, random_state=0).fit(X, y)
+    E = est.embedding_
+    assert E.shape == (45, 2)
+    assert _loo_1nn_accuracy(E, y) >= 0.95
+    np.testing.assert_allclose(E.mean(0), 0.0, atol=1e-8)  # centered
+    assert E[:, 0].var() >= E[:, 1].var()  # principal axes
+    assert np.isfinite(est.objective_) and est.n_iter_ == len(est.history_["objective"])
+
+
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+def test_colored_mvu_without_labels_is_mvu_and_preserves_neighbour_distances():
+    rng = np.random.default_rng(1)
+    t = np.sort(rng.uniform(0, 3 * np.pi, 40))
+    X = np.stack([t * np.cos(t), t * np.sin(t)], 1)  # a spiral: MVU unrolls it
+    est = ColoredMVU(2, n_neighbors=4, lam=0.1, max_iter=500, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the joined components
+        E = est.fit_transform(X)
+    p = est.pairs_
+    d_in = ((X[p[:, 0]] - X[p[:, 1]]) ** 2).sum(1)
+    d_out = ((E[p[:, 0]] - E[p[:, 1]]) ** 2).sum(1)
+    assert np.median(np.abs(d_out - d_in) / d_in) < 0.5
+    assert E.var(0).sum() > X.var(0).sum()  # the variance is maximized
+
+
+@pytest.mark.parametrize(
+    "X, y, err, match",
+    [
+        (np.full((10, 2), np.nan), None, DataValidationError, "NaN"),
+        (np.zeros((10, 2)), np.zeros(9), DataValidationError, "one label per pattern"),
+        (np.ones((3, 2)), None, InvalidParameterError, "n_components"),
+    ],
+)
+def test_colored_mvu_bad_input(X, y, err, match):
+    with pytest.raises(err, match=match):
+        ColoredMVU(4).fit(X, y)

@@ -498,7 +498,9 @@ class ColoredMVU(BaseEstimator):
                     f"y must have one label per pattern, shape ({n},); got {y.shape}."
                 )
             labels = one_hot_labels(y)
-        pairs, sqdist = knn_pairs(feats, self.n_neighbors, device=ctx.device)
+        pairs, sqdist = knn_pairs(
+            feats, n_neighbors=self.n_neighbors, device=ctx.device
+        )
         problem = CMVUProblem(
             n, pairs, sqdist, labels, lam=self.lam, device=ctx.device, dtype=ctx.dtype
         )
