@@ -47,7 +47,7 @@ def test_help_of_every_command():
     assert "--solver" in r.stdout
 
 
-@pytest.mark.parametrize("command", ["complete", "ordinal", "quantize"])
+@pytest.mark.parametrize("command", ["complete", "ordinal", "quantize", "sdp"])
 def test_help_text_is_rendered(command, capsys):
     # argparse only %-formats help strings, not descriptions: a literal "%%"
     # in a description would be shown as is.
@@ -109,3 +109,57 @@ def test_ordinal_csv_and_help(capsys, tmp_path):
 def test_ordinal_music(capsys):
     assert main(["ordinal", "--data", "music", "--max-iter", "3"]) == 0
     assert "held-out triplet error" in capsys.readouterr().out
+
+
+def test_sdp_help_lists_the_solvers(capsys):
+    with pytest.raises(SystemExit):
+        main(["sdp", "--help"])
+    text = capsys.readouterr().out
+    assert "bm_lbfgs" in text and "--plot" in text and "a1a" in text
+
+
+def test_sdp_synthetic_npkl_and_plot(capsys, tmp_path):
+    out, png = tmp_path / "r.json", tmp_path / "p.png"
+    argv = ["sdp", "--data", "synthetic", "--n", "80", "--rank", "4"]
+    assert main([*argv, "--json", str(out), "--plot", str(png)]) == 0
+    text = capsys.readouterr().out
+    assert "aagd convergence" in text and "Rand index" in text
+    res = json.loads(out.read_text())
+    assert res["rand_index"] > 0.8 and res["problem"] == "npkl"
+    assert png.stat().st_size > 0
+
+
+def test_sdp_cmvu_with_a_baseline_solver(capsys, tmp_path):
+    out = tmp_path / "r.json"
+    argv = ["sdp", "--data", "synthetic", "--n", "60", "--problem", "cmvu"]
+    assert main([*argv, "--solver", "bm_lbfgs", "--json", str(out)]) == 0
+    assert "1-NN accuracy" in capsys.readouterr().out
+    assert json.loads(out.read_text())["loo_1nn_accuracy"] > 0.8
+
+
+def test_sdp_a1a_falls_back_to_synthetic_without_data(capsys, tmp_path):
+    assert main(["sdp", "--data-dir", str(tmp_path), "--n", "60", "--rank", "3"]) == 0
+    captured = capsys.readouterr()
+    assert "synthetic fallback" in captured.err
+    assert "data: synthetic" in captured.out
+
+
+@requires_dataset("libsvm-adult")
+def test_sdp_a1a_subset(capsys, tmp_path):
+    out = tmp_path / "r.json"
+    assert main(["sdp", "--n", "300", "--n-pairs", "200", "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["data"] == "a1a" and res["n"] == 300 and res["rand_index"] > 0.6
+
+
+def test_sdp_rand_index_counts_agreeing_pairs():
+    import numpy as np
+
+    from embedopt.cli.sdp import rand_index
+
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 3, 40), rng.integers(0, 2, 40)
+    same_a, same_b = a[:, None] == a[None], b[:, None] == b[None]
+    brute = ((same_a == same_b).sum() - 40) / (40 * 39)
+    assert rand_index(a, b) == pytest.approx(brute)
+    assert rand_index(a, a + 5) == 1.0

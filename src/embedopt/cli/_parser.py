@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import completion, ordinal, quantization
+from . import completion, ordinal, quantization, sdp
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action="version", version=f"embedopt {__version__}"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (completion, ordinal, quantization):
+    for command in (completion, ordinal, quantization, sdp):
         p = sub.add_parser(
             command.COMMAND, help=command.HELP, description=command.DESCRIPTION
         )
