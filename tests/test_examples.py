@@ -25,6 +25,7 @@ def number_after(label: str, text: str) -> float:
 
 def test_every_example_is_tested():
     assert sorted(p.name for p in EXAMPLES.glob("*.py")) == [
+        "kernel_learning.py",
         "matrix_completion.py",
         "ordinal_embedding.py",
         "product_quantization.py",
@@ -40,6 +41,11 @@ def test_matrix_completion(capsys):
 def test_ordinal_embedding(capsys):
     out = run_example("ordinal_embedding.py", capsys)
     assert number_after("held-out triplet accuracy", out) > 0.9
+
+
+def test_kernel_learning(capsys):
+    out = run_example("kernel_learning.py", capsys)
+    assert number_after("Rand index of kernel k-means", out) > 0.9
 
 
 def test_product_quantization(capsys):
