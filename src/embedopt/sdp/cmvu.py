@@ -289,10 +289,12 @@ class CMVUProblem:
         Parameters
         ----------
         X, Y : torch.Tensor, shape (n, r)
+            The factors of ``Z = X Y^T``.
 
         Returns
         -------
         float
+            The distance penalty minus lambda times the label dependence.
         """
         return self.gradient(X, Y).value
 
@@ -332,13 +334,15 @@ class CMVUProblem:
         Parameters
         ----------
         U, V : torch.Tensor, shape (n, k)
+            The direction ``E = U V^T``, by its factors.
 
         Returns
         -------
         float
+            ``<E, nabla^2 f E>``, the same whatever the point (f quadratic).
         """
-        s = self._pair_values(U, V)
-        return float((s * s).sum(dtype=torch.float64))
+        along = self._pair_values(U, V)
+        return float(along.square().sum(dtype=torch.float64))
 
 
 def _check_cmvu_inputs(n: int, pairs, sqdist, labels):

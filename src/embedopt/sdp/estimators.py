@@ -56,6 +56,24 @@ def _features(X) -> np.ndarray:
     return arr
 
 
+# The constraints of the parameters every sdp estimator passes to its solver.
+_SOLVE_CONSTRAINTS = {
+    "solver": [Options(SOLVERS)],
+    "gamma": [
+        Options(["auto", "eq17"]),
+        Interval(float, 0, None, closed="neither"),
+    ],
+    "max_iter": [Interval(int, 1, None)],
+    "tol": [Interval(float, 0, None)],
+    "init_scale": [Interval(float, 0, None, closed="neither")],
+    "random_state": ["random_state"],
+    "device": ["device"],
+    "dtype": ["dtype"],
+    "verbose": [Interval(int, 0, None), "boolean"],
+    "callback": ["callable", None],
+}
+
+
 def _check_rank(estimator, n: int) -> None:
     if estimator.n_components > n:
         raise InvalidParameterError(
@@ -165,20 +183,8 @@ class KernelLearning(BaseEstimator):
         "lam": [Interval(float, 0, None)],
         "n_neighbors": [Interval(int, 1, None)],
         "bandwidth": [Interval(float, 0, None, closed="neither"), None],
-        "solver": [Options(SOLVERS)],
         "n_pairs": [Interval(int, 1, None), None],
-        "gamma": [
-            Options(["auto", "eq17"]),
-            Interval(float, 0, None, closed="neither"),
-        ],
-        "max_iter": [Interval(int, 1, None)],
-        "tol": [Interval(float, 0, None)],
-        "init_scale": [Interval(float, 0, None, closed="neither")],
-        "random_state": ["random_state"],
-        "device": ["device"],
-        "dtype": ["dtype"],
-        "verbose": [Interval(int, 0, None), "boolean"],
-        "callback": ["callable", None],
+        **_SOLVE_CONSTRAINTS,
     }
 
     def __init__(
@@ -422,16 +428,7 @@ class ColoredMVU(BaseEstimator):
         "n_components": [Interval(int, 1, None)],
         "n_neighbors": [Interval(int, 1, None)],
         "lam": [Interval(float, 0, None)],
-        "solver": KernelLearning._parameter_constraints["solver"],
-        "gamma": KernelLearning._parameter_constraints["gamma"],
-        "max_iter": [Interval(int, 1, None)],
-        "tol": [Interval(float, 0, None)],
-        "init_scale": [Interval(float, 0, None, closed="neither")],
-        "random_state": ["random_state"],
-        "device": ["device"],
-        "dtype": ["dtype"],
-        "verbose": [Interval(int, 0, None), "boolean"],
-        "callback": ["callable", None],
+        **_SOLVE_CONSTRAINTS,
     }
 
     def __init__(
