@@ -93,27 +93,38 @@ def _synthetic(n, seed):
     return X, y
 
 
+def _find_a1a(data_dir):
+    """The path of a1a under the data root (or the libsvm-adult folder), or None."""
+    from pathlib import Path
+
+    from ..data import get_data_home
+
+    root = Path(data_dir).expanduser() if data_dir else get_data_home()
+    for path in (root / "libsvm-adult" / "a1a", root / "a1a"):
+        if path.is_file():
+            return path
+    return None
+
+
 def _load(args):
     """``(X, y, name)``; a1a falls back to synthetic data when it is absent."""
     from ..data import load_digits
-    from ..data._paths import find_dataset_dir
 
     n = args.n
     if args.data == "digits":
         d = load_digits(args.data_dir)
         return d.X[:n], d.y[:n], "digits"
     if args.data == "a1a":
-        try:
-            folder = find_dataset_dir("libsvm-adult", "a1a", args.data_dir)
-        except FileNotFoundError as exc:
-            print(
-                f"note: {exc.args[0].split(':')[0]}; running on the synthetic "
-                f"fallback (two Gaussian classes, n = {n or 400}) instead.",
-                file=sys.stderr,
-            )
-        else:
-            X, y = _read_libsvm(folder / "a1a", n)
+        path = _find_a1a(args.data_dir)
+        if path is not None:
+            X, y = _read_libsvm(path, n)
             return X, y, "a1a"
+        print(
+            "note: LIBSVM adult a1a not found under --data-dir or $EMBEDOPT_DATA "
+            f"(libsvm-adult/a1a); running on the synthetic fallback (two Gaussian "
+            f"classes, n = {n or 400}) instead.",
+            file=sys.stderr,
+        )
     X, y = _synthetic(n or 400, args.seed)
     return X, y, "synthetic"
 
