@@ -19,6 +19,7 @@ from embedopt.sdp import (
     one_hot_labels,
 )
 from tests._derivatives import check_grad
+from tests.conftest import requires_cuda
 
 
 def _blobs(n=12, d=3, seed=0, sep=3.0):
@@ -169,3 +170,22 @@ def test_aagd_agrees_with_burer_monteiro_lbfgs():
     b = bm_lbfgs(prob, 2, max_iter=3000, tol=1e-14, random_state=0)
     fa, fb = prob.value(a.x, a.x), prob.value(b.x, b.x)
     assert fa == pytest.approx(fb, rel=1e-5)
+
+
+@pytest.mark.gpu
+@requires_cuda
+def test_cmvu_on_cuda_matches_cpu():
+    X, y = _blobs(30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        pairs, d = knn_pairs(X, 3, device="cuda")
+    cpu = CMVUProblem(30, pairs, d, one_hot_labels(y))
+    gpu = CMVUProblem(30, pairs, d, one_hot_labels(y), device="cuda")
+    A, B = _factors(30)
+    assert gpu.value(A.cuda(), B.cuda()) == pytest.approx(cpu.value(A, B), rel=1e-12)
+    a = aagd(cpu, A, max_iter=300, tol=1e-12)
+    b = aagd(gpu, A.cuda(), max_iter=300, tol=1e-12)
+    assert b.x.is_cuda
+    assert b.history["objective"][-1] == pytest.approx(
+        a.history["objective"][-1], rel=1e-6
+    )
