@@ -204,7 +204,8 @@ class CMVUProblem:
     n : int
         Number of patterns.
     pairs : array-like of int, shape (m, 2)
-        The neighbour pairs N (:func:`knn_pairs`), ``i != j``.
+        The neighbour pairs N (:func:`knn_pairs`), ``i != j``, each once (a
+        repeated pair weighs twice).
     sqdist : array-like of float, shape (m,)
         ``d_p``, the squared distances to preserve.
     labels : array-like, shape (n, c), optional
