@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-DOMAINS = ("completion", "ordinal", "quantization")
+DOMAINS = ("completion", "ordinal", "quantization", "sdp")
 
 DRIVER = r"""
 import contextlib, io, json, runpy, sys
@@ -63,7 +63,7 @@ def test_layout_one_folder_per_domain():
     assert not list(BENCHMARKS.glob("*_common.py"))
     for d in DOMAINS:
         assert (BENCHMARKS / d / "README.md").is_file()
-    assert len(scripts()) == 15
+    assert len(scripts()) == 16
 
 
 def test_every_benchmark_parses_help():
