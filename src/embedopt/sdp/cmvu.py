@@ -136,39 +136,6 @@ def knn_pairs(X, n_neighbors: int = 5, *, connect: bool = True, device="cpu"):
     return pairs, np.einsum("ij,ij->i", diff, diff)
 
 
-class _CenteredGradient(FactorGradient):
-    """A gradient that annihilates constant vectors (``G 1 = 0``).
-
-    Every term of eq. 23 is blind to a translation of the embedding, so
-    ``G 1 = 0``; a power iteration started from the all-ones vector (the cold
-    start of :func:`~embedopt.sdp.estimate_gamma`) would return
-    ``||G||_2 = 0``. The start is centered first and, if nothing is left, a
-    fixed pseudo-random vector replaces it.
-    """
-
-    def spectral_norm(
-        self, v: torch.Tensor, n_iter: int = 3
-    ) -> tuple[float, torch.Tensor]:
-        """Estimate ``||G||_2`` by power iteration from the centered ``v``.
-
-        Parameters
-        ----------
-        v : torch.Tensor, shape (n, 1)
-        n_iter : int
-
-        Returns
-        -------
-        norm : float
-        v : torch.Tensor
-        """
-        centered = v - v.mean(0, keepdim=True)
-        if float(centered.norm()) <= 1e-8 * float(v.norm()):
-            g = torch.Generator(device="cpu").manual_seed(0)
-            centered = torch.randn(v.shape, generator=g, dtype=v.dtype).to(v.device)
-            centered = centered - centered.mean(0, keepdim=True)
-        return super().spectral_norm(centered, n_iter)
-
-
 class CMVUProblem:
     """Colored maximum variance unfolding, eq. 23, on factors.
 
@@ -327,7 +294,7 @@ class CMVUProblem:
             out.index_add_(0, j, -t)
             return out - self.lam * self._label_apply(self._label_map(W))
 
-        return _CenteredGradient(value, matmul)
+        return FactorGradient(value, matmul)
 
     def curvature(self, U: torch.Tensor, V: torch.Tensor) -> float:
         """``q(U V^T) = sum_p (E_p^T U V^T E_p)^2`` (the label term is linear).

@@ -282,7 +282,10 @@ def estimate_gamma(
     # takes five.
     n_iter = 1 if vector is not None else 5
     if vector is None:
-        vector = torch.ones(X.shape[0], 1, dtype=X.dtype, device=X.device)
+        # A fixed generic start (not the all-ones vector, which a gradient with
+        # G 1 = 0, e.g. CMVU's, annihilates); seeded, so runs stay reproducible.
+        g = torch.Generator(device="cpu").manual_seed(0)
+        vector = torch.randn(X.shape[0], 1, generator=g, dtype=X.dtype).to(X.device)
     g_norm, vector = gradient.spectral_norm(vector, n_iter)
     if rule == "auto":
         L = M + 2.0 * g_norm
