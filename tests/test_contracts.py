@@ -406,6 +406,30 @@ CASES.append(
 )
 
 
+#: Options and solver wiring shared by the two sdp estimators.
+_SDP_OPTIONS = [{"solver": s} for s in SDP_SOLVERS] + [
+    {"gamma": "eq17"},
+    {"gamma": 2.0},
+    {"lam": 0.0},
+    {"init_scale": 0.5},
+    {"tol": 0.0},
+    {"dtype": "float32"},
+    {"verbose": 1},
+]
+_SDP_AAGD_WIRING = (
+    SDP_SOLVERS,
+    "aagd",
+    {
+        "gamma": (2.5, "gamma"),
+        "max_iter": (7, "max_iter"),
+        "tol": (1e-3, "tol"),
+        "init_scale": (0.5, "init_scale"),
+        "dtype": (torch.float64, "dtype"),
+        "verbose": (0, "verbose"),
+    },
+)
+
+
 def _kl_data():
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1], 10)
@@ -423,30 +447,9 @@ CASES.append(
         fit_args=_kl_data,
         output=lambda est, args: est.kernel(np.arange(20)[:, None], np.arange(20)),
         fitted_attr="embedding_",
-        options=[{"solver": s} for s in SDP_SOLVERS]
-        + [
-            {"gamma": "eq17"},
-            {"gamma": 2.0},
-            {"lam": 0.0},
-            {"n_neighbors": 3, "bandwidth": 1.0},
-            {"init_scale": 0.5},
-            {"tol": 0.0},
-            {"dtype": "float32"},
-            {"verbose": 1},
-        ],
+        options=[*_SDP_OPTIONS, {"n_neighbors": 3, "bandwidth": 1.0}],
         wiring=[
-            (
-                SDP_SOLVERS,
-                "aagd",
-                {
-                    "gamma": (2.5, "gamma"),
-                    "max_iter": (7, "max_iter"),
-                    "tol": (1e-3, "tol"),
-                    "init_scale": (0.5, "init_scale"),
-                    "dtype": (torch.float64, "dtype"),
-                    "verbose": (0, "verbose"),
-                },
-            ),
+            _SDP_AAGD_WIRING,
             (kl_module, "NPKLProblem", {"lam": (0.7, "lam")}),
             (
                 kl_module,
@@ -510,30 +513,9 @@ CASES.append(
         fit_args=_cmvu_data,
         output=_cmvu_output,
         fitted_attr="embedding_",
-        options=[{"solver": s} for s in SDP_SOLVERS]
-        + [
-            {"gamma": "eq17"},
-            {"gamma": 2.0},
-            {"lam": 0.0},
-            {"n_neighbors": 3},
-            {"init_scale": 0.5},
-            {"tol": 0.0},
-            {"dtype": "float32"},
-            {"verbose": 1},
-        ],
+        options=[*_SDP_OPTIONS, {"n_neighbors": 3}],
         wiring=[
-            (
-                SDP_SOLVERS,
-                "aagd",
-                {
-                    "gamma": (2.5, "gamma"),
-                    "max_iter": (7, "max_iter"),
-                    "tol": (1e-3, "tol"),
-                    "init_scale": (0.5, "init_scale"),
-                    "dtype": (torch.float64, "dtype"),
-                    "verbose": (0, "verbose"),
-                },
-            ),
+            _SDP_AAGD_WIRING,
             (kl_module, "CMVUProblem", {"lam": (0.7, "lam")}),
             (kl_module, "knn_pairs", {"n_neighbors": (4, "n_neighbors")}),
         ],

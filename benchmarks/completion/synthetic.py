@@ -40,7 +40,7 @@ from embedopt.completion import (
 from embedopt.data import make_low_rank_matrix, split_entries
 from embedopt.metrics import nmse_lowrank
 
-METHODS = ["apg", "soft_impute", "ais_impute_exact", "ais_impute"]
+METHODS = C.METHODS
 
 
 def run_one(m, rep, args):

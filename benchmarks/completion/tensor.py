@@ -32,7 +32,7 @@ from embedopt.completion import (
 )
 from embedopt.data import make_low_rank_tensor, split_entries
 
-METHODS = ["apg", "soft_impute", "ais_impute_exact", "ais_impute"]
+METHODS = C.METHODS
 
 
 def dense(factors, shape):
