@@ -4,6 +4,7 @@ tuples of tensors, in :mod:`embedopt.linalg.points`)."""
 
 from . import points
 from .cg import CGResult, cg
+from .diagonal import hutchinson_diagonal
 from .operators import DenseOperator, SparsePlusLowRank
 from .psd import embedding_from_gram, project_centered_psd, project_psd
 from .rotations import (
@@ -44,6 +45,7 @@ __all__ = [
     "exact_svt",
     "givens_directional_derivatives",
     "givens_matrix",
+    "hutchinson_diagonal",
     "orthogonality_error",
     "orthonormalize",
     "partial_svd",
