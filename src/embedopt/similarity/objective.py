@@ -27,10 +27,13 @@ The regularizer Psi of eq. 5 is ``||theta||^2 / 2`` (twice differentiable,
 strongly convex, as the paper asks); users wanting another can add it to
 their towers' outputs or subclass.
 
-Numerics: the Gramians, the sums of the value and the cotangents are
-accumulated in float64 whatever the towers' dtype (the all-pairs term is a
-difference of nearly equal Gramian inner products when Yhat is close to
-Ytilde); the towers run in their own dtype.
+Numerics: the Gramians, the all-pairs parts of the cotangents and every sum
+of the value are accumulated in float64 whatever the towers' dtype (the
+all-pairs term is a difference of nearly equal Gramian inner products when
+Yhat is close to Ytilde). The towers and the products over the observed
+pairs (sampled dot products, sparse-dense products, sums of |O_i| terms
+that do not cancel) run in the towers' dtype: in float64 they cost 3 to 9
+times more on a CPU (measured on MovieLens-100K, k = 32).
 """
 
 from __future__ import annotations
@@ -308,13 +311,17 @@ class AllPairsObjective:
                 state.yhat - self.ytilde
             )
         (G_P, G_Q), (C_P, C_Q) = state.G, state.C
-        P, Q = state.P.to(_F64), state.Q.to(_F64)
+        P, Q = state.P, state.Q
+        P64, Q64 = P.to(_F64), Q.to(_F64)
         su, sv = self.sides
-        X_P = pat.matmul(residual, Q) + self.omega * su.weights[:, None] * (
-            P @ G_Q - su.tilde @ C_Q.T
+        # Observed parts in the towers' dtype (sums of |O_i| terms, no
+        # cancellation), all-pairs parts in float64 (eq. 27).
+        r = residual.to(P.dtype)
+        X_P = pat.matmul(r, Q).to(_F64) + self.omega * su.weights[:, None] * (
+            P64 @ G_Q - su.tilde @ C_Q.T
         )
-        X_Q = pat.rmatmul(residual, P) + self.omega * sv.weights[:, None] * (
-            Q @ G_P - sv.tilde @ C_P.T
+        X_Q = pat.rmatmul(r, P).to(_F64) + self.omega * sv.weights[:, None] * (
+            Q64 @ G_P - sv.tilde @ C_P.T
         )
         grad = self._pullback(state, (X_P, X_Q))
         return state.value, self._regularized(grad, state.x, self.lam)
@@ -334,21 +341,23 @@ class AllPairsObjective:
                 d2 = d2 - self.omega * self.pair_weights
             state.extras["d2"] = d2
         dP, dQ = (
-            self._push_forward(side, params, tangents).to(_F64)
+            self._push_forward(side, params, tangents)
             for side, params, tangents in zip(
                 self.sides, self.split(state.x), self.split(v), strict=True
             )
         )
-        P, Q = state.P.to(_F64), state.Q.to(_F64)
+        P, Q = state.P, state.Q
+        P64, Q64, dP64, dQ64 = (t.to(_F64) for t in (P, Q, dP, dQ))
         G_P, G_Q = state.G
         su, sv = self.sides
         pat = self.pattern
-        z = d2 * (pat.sampled_dot(dP, Q) + pat.sampled_dot(P, dQ))
-        X_P = pat.matmul(z, Q) + self.omega * su.weights[:, None] * (
-            dP @ G_Q + P @ ((dQ.T * sv.weights) @ Q)
+        jv = pat.sampled_dot(dP, Q) + pat.sampled_dot(P, dQ)
+        z = (d2 * jv.to(_F64)).to(P.dtype)
+        X_P = pat.matmul(z, Q).to(_F64) + self.omega * su.weights[:, None] * (
+            dP64 @ G_Q + P64 @ ((dQ64.T * sv.weights) @ Q64)
         )
-        X_Q = pat.rmatmul(z, P) + self.omega * sv.weights[:, None] * (
-            Q @ ((dP.T * su.weights) @ P) + dQ @ G_P
+        X_Q = pat.rmatmul(z, P).to(_F64) + self.omega * sv.weights[:, None] * (
+            Q64 @ ((dP64.T * su.weights) @ P64) + dQ64 @ G_P
         )
         out = self._pullback(state, (X_P, X_Q))
         return self._regularized(out, tuple(v), self.lam)
@@ -393,7 +402,7 @@ class AllPairsObjective:
         P64, Q64 = P.to(_F64), Q.to(_F64)
         G = ((P64.T * su.weights) @ P64, (Q64.T * sv.weights) @ Q64)
         C = ((P64.T * su.weights) @ su.tilde, (Q64.T * sv.weights) @ sv.tilde)
-        yhat = self.pattern.sampled_dot(P64, Q64)
+        yhat = self.pattern.sampled_dot(P, Q).to(_F64)
         self._state = _State(
             x, P, Q, yhat, G, C, tuple(pullbacks) if pullbacks else None
         )
