@@ -18,6 +18,7 @@ from .rotations import (
     reorthogonalize,
 )
 from .sparse import SparsePattern, csr_tensor
+from .topk import top_k_inner_products
 from .svd import (
     approx_svt,
     exact_svt,
@@ -58,5 +59,6 @@ __all__ = [
     "shrink",
     "svt",
     "thin_svd",
+    "top_k_inner_products",
     "warm_start_basis",
 ]
