@@ -1,5 +1,6 @@
 """Extreme similarity learning: all-pairs two-tower training at O(m + n) cost."""
 
+from .estimators import TwoTowerModel
 from .losses import LOSSES, AutogradLoss, LogisticLoss, SquareLoss, get_loss
 from .objective import AllPairsObjective, popularity_weights
 from .solvers import SOLVERS, gauss_newton, get_solver, gradient_descent
@@ -11,6 +12,7 @@ __all__ = [
     "AutogradLoss",
     "LogisticLoss",
     "SquareLoss",
+    "TwoTowerModel",
     "gauss_newton",
     "get_loss",
     "get_solver",
