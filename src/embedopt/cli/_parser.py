@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import completion, ordinal, quantization, sdp
+from . import completion, ordinal, quantization, sdp, similarity
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action="version", version=f"embedopt {__version__}"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in (completion, ordinal, quantization, sdp):
+    for command in (completion, ordinal, quantization, sdp, similarity):
         p = sub.add_parser(
             command.COMMAND, help=command.HELP, description=command.DESCRIPTION
         )

@@ -20,7 +20,7 @@ from .._core import (
     resolve_fit_context,
     to_numpy,
 )
-from ..data import as_interactions, as_side_features
+from ..data import Interactions, as_interactions, as_side_features
 from ..linalg import top_k_inner_products
 from ..metrics import (
     average_precision_at_k,
@@ -302,6 +302,18 @@ class TwoTowerModel(BaseEstimator):
             shape = tuple(counts)
         data = as_interactions(interactions, shape)
         m, n = data.shape
+        reach = (int(data.users.max()) + 1, int(data.items.max()) + 1)
+        for side, count, size, top in zip(
+            ("user", "item"), counts, (m, n), reach, strict=True
+        ):
+            if count is not None and (top > count or (size != count and shape)):
+                raise DataValidationError(
+                    f"The interactions have {size} {side}s (index {top - 1} "
+                    f"used) but the {side} features have {count} rows."
+                )
+        if counts[0] is not None or counts[1] is not None:
+            m, n = counts[0] or m, counts[1] or n
+            data = Interactions(data.users, data.items, (m, n), data.values)
         uf = as_side_features(uf, m, "user") if uf is not None else None
         vf = as_side_features(vf, n, "item") if vf is not None else None
         self.shape_ = (m, n)
