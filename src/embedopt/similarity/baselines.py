@@ -38,6 +38,7 @@ from .._core import (
     resolve_random_state,
     validated_params,
 )
+from ..linalg import csr_tensor
 from ..nn import EmbeddingTower
 from ..optim import IterationMonitor, SolverResult
 from .losses import SquareLoss
@@ -54,9 +55,9 @@ __all__ = [
 ]
 
 _F64 = torch.float64
-# Float64 elements of one chunk of k x k outer products or normal equations
-# in ALS: 2^22 is 32 MiB, small next to the data of a problem worth chunking
-# and large enough that the per-chunk overhead does not show.
+# Float64 elements of one chunk of ALS's Gramian products or normal
+# equations: 2^22 is 32 MiB, small next to the data of a problem worth
+# chunking and large enough that the per-chunk overhead does not show.
 _ALS_CHUNK_ELEMENTS = 1 << 22
 
 #: Torch optimizers of :func:`stochastic` by name.
@@ -546,12 +547,13 @@ def _table_name(tower: nn.Module) -> str | None:
 
 
 class _ALSSide:
-    """One side's view of O, grouped by its entities, for the normal equations."""
+    """One side's view of O as a compressed sparse matrix (entities x other
+    side): CSR for the users, CSC for the items."""
 
     def __init__(self, own, other, c, r, n_entities, table_ids, position):
-        self.own, self.other, self.c, self.r = own, other, c, r
-        counts = torch.bincount(own, minlength=n_entities).cpu()
-        self.ptr = torch.zeros(n_entities + 1, dtype=torch.int64)
+        self.other, self.c, self.r = other, c, r
+        counts = torch.bincount(own, minlength=n_entities)
+        self.ptr = torch.zeros(n_entities + 1, dtype=torch.int64, device=own.device)
         self.ptr[1:] = torch.cumsum(counts, 0)
         self.ids = table_ids  # row of the table of each entity
         self.position = position  # index of the table in the point
@@ -633,34 +635,47 @@ class _ALS:
         me, you = self.sides[s], self.sides[1 - s]
         side_me, side_you = obj.sides[s], obj.sides[1 - s]
         F = x[you.position][you.ids].to(_F64)  # the other side's embeddings
-        k = F.shape[1]
+        n_you, k = F.shape
+        dev = F.device
         wF = F.T * side_you.weights
         G = wF @ F  # G_Q = Q^T B Q (or G_P)
         C = wF @ side_you.tilde  # C_Q = Q^T B Qtilde (or C_P)
         omega, lam = obj.omega, obj.lam
+        # sum_{j in O_i} c_ij q_j q_j^T for all i at once is the sparse
+        # product C_O W with row j of W the upper triangle of q_j q_j^T:
+        # O(|O| k^2) in a sparse kernel, the n k^2 products formed only once
+        # (per column block when W would not fit in one chunk).
+        iu = torch.triu_indices(k, k, device=dev)
+        T = iu.shape[1]
+        chunk = chunk_size or max(1, _ALS_CHUNK_ELEMENTS // T)
+        per_block = max(1, min(T, _ALS_CHUNK_ELEMENTS // max(n_you, 1)))
+        W = F[:, iu[0]] * F[:, iu[1]] if per_block == T else None
+        eye = torch.eye(k, dtype=_F64, device=dev)
         n_me = side_me.n
-        block = max(1, _ALS_CHUNK_ELEMENTS // (k * k))
-        chunk = chunk_size or block
-        eye = torch.eye(k, dtype=_F64, device=F.device)
-        E = torch.empty((n_me, k), dtype=_F64, device=F.device)
+        E = torch.empty((n_me, k), dtype=_F64, device=dev)
         ptr = me.ptr.tolist()
         for a in range(0, n_me, chunk):
             b = min(a + chunk, n_me)
+            e0, e1 = ptr[a], ptr[b]
+            crow = me.ptr[a : b + 1] - e0
+            cols, shape = me.other[e0:e1], (b - a, n_you)
+            upper = torch.zeros((b - a, T), dtype=_F64, device=dev)
+            rhs_obs = torch.zeros((b - a, k), dtype=_F64, device=dev)
+            if e1 > e0:
+                S = csr_tensor(crow, cols, me.c[e0:e1], shape)
+                for t0 in range(0, T, per_block):
+                    t1 = min(t0 + per_block, T)
+                    Wb = W if W is not None else F[:, iu[0, t0:t1]] * F[:, iu[1, t0:t1]]
+                    upper[:, t0:t1] = S @ Wb
+                rhs_obs = csr_tensor(crow, cols, me.r[e0:e1], shape) @ F
             wa = omega * side_me.weights[a:b]
             # A_i = sum_{j in O_i} c_ij q_j q_j^T + omega a_i G_Q + lam I
-            A = wa[:, None, None] * G + lam * eye
+            A = torch.empty((b - a, k, k), dtype=_F64, device=dev)
+            A[:, iu[0], iu[1]] = upper
+            A[:, iu[1], iu[0]] = upper
+            A += wa[:, None, None] * G + lam * eye
             # rhs_i = sum_{j in O_i} r_ij q_j + omega a_i C_Q ptilde_i
-            rhs = wa[:, None] * (side_me.tilde[a:b] @ C.T)
-            for e0 in range(ptr[a], ptr[b], block):
-                e1 = min(e0 + block, ptr[b])
-                Fe = F[me.other[e0:e1]]
-                local = me.own[e0:e1] - a
-                A.index_add_(
-                    0,
-                    local,
-                    (me.c[e0:e1, None, None] * Fe[:, :, None]) * Fe[:, None, :],
-                )
-                rhs.index_add_(0, local, me.r[e0:e1, None] * Fe)
+            rhs = rhs_obs + wa[:, None] * (side_me.tilde[a:b] @ C.T)
             E[a:b] = _psd_solve(A, rhs)
         old = x[me.position]
         # Table rows no entity uses only carry lam/2 ||w||^2: 0 minimizes it.
@@ -714,10 +729,11 @@ def als(
 
     i.e. the stationarity condition of L in p_i: the Gramian term charges
     all n items, and ``c_ij``, ``r_ij`` remove the imputed term of the
-    observed ones when it is not part of L. The k x k systems are built in
-    batches of entities (outer products accumulated with ``index_add_``)
-    and solved by batched Cholesky, at ``O(|O| k^2 + (m + n) k^3)`` per
-    iteration and memory bounded by ``chunk_size``. Each half-step
+    observed ones when it is not part of L. The observed sums of all users
+    are one sparse product ``C_O W`` (row j of W: the upper triangle of
+    ``q_j q_j^T``), and the k x k systems are solved in batches of entities
+    by batched Cholesky: ``O(|O| k^2 + (m + n) k^3)`` per iteration, with
+    memory bounded by ``chunk_size``. Each half-step
     minimizes L over one table, so L never increases.
 
     iALS (Hu et al., 2008) with uniform confidence ``1 + alpha`` on the
@@ -745,8 +761,8 @@ def als(
         iterations. 0 runs exactly ``max_iter`` iterations (a fixed budget:
         no :class:`~embedopt.ConvergenceWarning`).
     chunk_size : int, optional
-        Entities per batch of normal equations; default about 2^22 / k^2
-        (32 MiB of float64 systems).
+        Entities per batch of normal equations; default about 2^23 / k^2
+        (32 MiB of the float64 triangles of their systems).
     evaluate : callable, optional
         ``evaluate(x) -> dict`` of extra history values, off the clock.
     verbose, callback, name, owner
