@@ -28,6 +28,7 @@ from embedopt.similarity import (
     stochastic,
 )
 from embedopt.similarity.baselines import _ALS, _PermutationStream
+from tests.conftest import requires_cuda
 
 from ._common import K, M, N, make, naive_value, problem, towers
 
@@ -161,7 +162,7 @@ def test_stochastic_decreases_the_exact_objective(optimizer, sampling, lr):
         learning_rate=lr,
         batch_size=8,
         block_shape=(3, 3),
-        pairs_per_epoch=20 * M * N,
+        pairs_per_epoch=10 * M * N,
         max_iter=5,
         random_state=0,
     )
@@ -402,3 +403,37 @@ def test_als_refuses_what_it_cannot_solve():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         als(obj, obj.initial_point(), max_iter=2, tol=0)  # a budget: no warning
+
+
+@pytest.mark.gpu
+@requires_cuda
+def test_baselines_on_cuda_match_cpu():
+    prob = problem(0)
+
+    def objective(device):
+        g = torch.Generator().manual_seed(0)
+        ut, it = (
+            EmbeddingTower(n, K, std=0.5, generator=g, dtype=torch.float64).to(device)
+            for n in (M, N)
+        )
+        return AllPairsObjective(
+            ut, it, prob["pairs"], omega=0.7, lam=0.1, imputation=prob["tilde"]
+        )
+
+    cpu, gpu = objective("cpu"), objective("cuda")
+    a = als(cpu, cpu.initial_point(), max_iter=3, tol=0)
+    b = als(gpu, gpu.initial_point(), max_iter=3, tol=0)
+    assert b.x[0].device.type == "cuda"
+    assert _rel(tuple(p.cpu() for p in b.x), a.x) < 1e-10
+    for sampling in ("pairs", "blocks"):
+        res = stochastic(
+            gpu,
+            gpu.initial_point(),
+            sampling=sampling,
+            batch_size=8,
+            pairs_per_epoch=10 * M * N,
+            max_iter=2,
+            random_state=0,
+        )
+        assert res.x[0].device.type == "cuda"
+        assert res.history["objective"][-1] < res.info["initial_objective"]
