@@ -39,6 +39,7 @@ from .._core import (
     validated_params,
 )
 from ..linalg import csr_tensor
+from ..linalg.points import norm
 from ..nn import EmbeddingTower
 from ..optim import IterationMonitor, SolverResult
 from .losses import SquareLoss
@@ -70,6 +71,7 @@ _MONITORING = {
     "verbose": [Interval(int, 0, None), "boolean"],
     "callback": ["callable", None],
     "evaluate": ["callable", None],
+    "random_state": ["random_state"],
 }
 
 #: Constraints of :func:`stochastic`'s parameters (callers may check them early).
@@ -322,6 +324,32 @@ def _check_point(objective: AllPairsObjective, x0, owner: str) -> tuple:
     return x0
 
 
+def _monitor(name, max_iter, tol, verbose, callback, owner, hint, start):
+    """The monitor of a baseline, stopping like the paper's solvers on
+    ``||grad L(x)|| <= tol ||grad L(x0)||`` (``start``: f and the gradient
+    norm at x0, filled in once the clock runs); tol = 0 is a fixed budget."""
+    return IterationMonitor(
+        name,
+        max_iter,
+        tol,
+        stopping=lambda h: h.last("grad_norm") <= tol * start["grad_norm"],
+        verbose=verbose,
+        callback=callback,
+        owner=owner or name,
+        nonfinite_hint=hint,
+        budget=tol == 0,
+    )
+
+
+def _exact(objective: AllPairsObjective, x, evaluate) -> dict:
+    """The exact objective and gradient norm at x, plus ``evaluate(x)``."""
+    f, g = objective.value_and_grad(x)
+    out = {"objective": float(f), "grad_norm": norm(g)}
+    if evaluate is not None:
+        out.update(evaluate(x))
+    return out
+
+
 # -- stochastic training -----------------------------------------------------------
 @validated_params(STOCHASTIC_CONSTRAINTS, owner="stochastic")
 def stochastic(
@@ -356,8 +384,9 @@ def stochastic(
 
     An epoch is ``pairs_per_epoch`` scored pairs (default m n: one pass over
     all pairs in expectation), i.e. ``round(pairs_per_epoch / pairs per
-    step)`` steps (at least one). After each epoch the exact objective
-    ``objective.value`` is recorded, off the clock.
+    step)`` steps (at least one). After each epoch the exact objective and
+    gradient norm (``objective.value_and_grad``, which the method itself
+    does not use) are recorded off the clock.
 
     Parameters
     ----------
@@ -393,9 +422,10 @@ def stochastic(
     max_iter : int
         Epochs at most.
     tol : float
-        Stop when the exact objective changes by at most ``tol`` relative
-        between two epochs. 0 runs exactly ``max_iter`` epochs (a fixed
-        budget: no :class:`~embedopt.ConvergenceWarning`).
+        Stop after the first epoch with ``||grad L(x)|| <= tol ||grad
+        L(x0)||`` (exact gradient, as the Gauss-Newton and gradient
+        solvers). 0 runs exactly ``max_iter`` epochs (a fixed budget: no
+        :class:`~embedopt.ConvergenceWarning`).
     optimizer_options : dict, optional
         Further keyword arguments of the optimizer (``betas``, ``momentum``,
         ``nesterov``...). Its ``weight_decay`` would add to ``lam``: set the
@@ -420,12 +450,13 @@ def stochastic(
     SolverResult
         ``x``: the final point (tuple of tensors, like ``x0``). ``history``
         per epoch: iteration, time (seconds of steps, the exact objective
-        and ``evaluate`` excluded), objective (exact), minibatch_objective
-        (mean of the epoch's estimates), steps, pairs (scored so far) and
-        passes (``pairs / (m n)``), plus what ``evaluate`` returns.
+        and ``evaluate`` excluded), objective and grad_norm (exact),
+        minibatch_objective (mean of the epoch's estimates), steps, pairs
+        (scored so far) and passes (``pairs / (m n)``), plus what
+        ``evaluate`` returns.
         ``stop_reason``: ``"tol"``, ``"max_iter"`` or ``"callback"``.
-        ``info``: ``initial_objective`` (L at x0), ``steps_per_epoch``,
-        ``pairs_per_step``.
+        ``info``: ``initial_objective`` and ``initial_grad_norm`` (at x0),
+        ``steps_per_epoch``, ``pairs_per_step``.
 
     Raises
     ------
@@ -489,19 +520,20 @@ def stochastic(
     def point():
         return tuple(p.detach() for p in params)
 
-    monitor = IterationMonitor(
+    start: dict = {}
+    monitor = _monitor(
         owner_name,
         max_iter,
         tol,
-        verbose=verbose,
-        callback=callback,
-        owner=owner or owner_name,
-        nonfinite_hint="lower the learning rate",
-        budget=tol == 0,
+        verbose,
+        callback,
+        owner,
+        "lower the learning rate",
+        start,
     )
     monitor.start()
     with monitor.paused():
-        f0 = objective.value(point())
+        start.update(_exact(objective, point(), None))
     done = 0
     for _ in monitor:
         total = torch.zeros((), dtype=_F64, device=dev)
@@ -516,21 +548,20 @@ def stochastic(
         mean = float(total) / steps
         with monitor.paused():
             x = point()
-            f = objective.value(x)
-            extra = dict(evaluate(x)) if evaluate is not None else {}
+            exact = _exact(objective, x, evaluate)
         if monitor.record(
             x,
-            objective=f,
             minibatch_objective=mean,
             steps=done,
             pairs=done * per_step,
             passes=done * per_step / (m * n),
-            **extra,
+            **exact,
         ):
             break
     return monitor.result(
         point(),
-        initial_objective=f0,
+        initial_objective=start["objective"],
+        initial_grad_norm=start["grad_norm"],
         steps_per_epoch=steps,
         pairs_per_step=per_step,
     )
@@ -704,9 +735,10 @@ def als(
     x0,
     *,
     max_iter: int = 20,
-    tol: float = 1e-6,
+    tol: float = 1e-5,
     chunk_size: int | None = None,
     evaluate=None,
+    random_state=None,
     verbose: int = 0,
     callback=None,
     name: str = "ALS",
@@ -757,14 +789,17 @@ def als(
     max_iter : int
         Iterations (user then item half-step) at most.
     tol : float
-        Stop when L changes by at most ``tol`` relative between two
-        iterations. 0 runs exactly ``max_iter`` iterations (a fixed budget:
-        no :class:`~embedopt.ConvergenceWarning`).
+        Stop when ``||grad L(x)|| <= tol ||grad L(x0)||`` (as the
+        Gauss-Newton and gradient solvers). 0 runs exactly ``max_iter``
+        iterations (a fixed budget: no :class:`~embedopt.ConvergenceWarning`).
     chunk_size : int, optional
         Entities per batch of normal equations; default about 2^23 / k^2
         (32 MiB of the float64 triangles of their systems).
     evaluate : callable, optional
         ``evaluate(x) -> dict`` of extra history values, off the clock.
+    random_state : None, int or numpy.random.Generator
+        Unused (ALS is deterministic); accepted so that every solver of the
+        all-pairs objective takes the same arguments.
     verbose, callback, name, owner
         As in :func:`stochastic` (the callback is called once per iteration).
 
@@ -772,10 +807,10 @@ def als(
     -------
     SolverResult
         ``x``: the final point (the tables, in x0's dtype). ``history`` per
-        iteration: iteration, time (the exact objective and ``evaluate``,
-        which ALS does not need beyond the ``tol`` test, excluded),
-        objective, plus what ``evaluate`` returns. ``info``:
-        ``initial_objective``.
+        iteration: iteration, time (the exact objective, gradient and
+        ``evaluate``, which ALS does not need beyond the ``tol`` test,
+        excluded), objective, grad_norm, plus what ``evaluate`` returns.
+        ``info``: ``initial_objective``, ``initial_grad_norm``.
 
     Raises
     ------
@@ -808,27 +843,31 @@ def als(
     """
     x0 = _check_point(objective, x0, name)
     solver = _ALS(objective, name)
-    monitor = IterationMonitor(
+    start: dict = {}
+    monitor = _monitor(
         name,
         max_iter,
         tol,
-        verbose=verbose,
-        callback=callback,
-        owner=owner or name,
-        nonfinite_hint="the data or the imputation contain huge values",
-        budget=tol == 0,
+        verbose,
+        callback,
+        owner,
+        "the data or the imputation contain huge values",
+        start,
     )
     x = [p.detach().clone() for p in x0]
     monitor.start()
     with monitor.paused():
-        f0 = objective.value(tuple(x))
+        start.update(_exact(objective, tuple(x), None))
     for _ in monitor:
         for s in (0, 1):
             solver.half_step(x, s, chunk_size)
         with monitor.paused():
             point = tuple(x)
-            f = objective.value(point)
-            extra = dict(evaluate(point)) if evaluate is not None else {}
-        if monitor.record(point, objective=f, **extra):
+            exact = _exact(objective, point, evaluate)
+        if monitor.record(point, **exact):
             break
-    return monitor.result(tuple(x), initial_objective=f0)
+    return monitor.result(
+        tuple(x),
+        initial_objective=start["objective"],
+        initial_grad_norm=start["grad_norm"],
+    )
