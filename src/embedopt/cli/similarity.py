@@ -17,8 +17,8 @@ HELP = "all-pairs two-tower similarity learning at O(m + n) cost (default: ML-10
 DESCRIPTION = (
     "Train a user tower and an item tower on every user-item pair of "
     "MovieLens as implicit feedback (observed pairs labelled 1, all others "
-    "imputed 0 with weight omega), by Gauss-Newton-CG on the exact O(m + n) "
-    "objective, and print the convergence table and the test ranking "
+    "imputed 0 with weight omega), by Gauss-Newton-CG (ALS for embedding "
+    "towers) on the exact O(m + n) objective, and print the convergence table and the test ranking "
     "metrics (P@k, recall@k, nDCG@k, MAP@k; training pairs excluded). "
     "Default: ML-100K, per-user 80/20 split, hybrid towers (id embedding + "
     "side features: age, gender, occupation; genres, decade)."
@@ -42,7 +42,12 @@ def add_arguments(p) -> None:
     p.add_argument("--n-components", type=int, default=32)
     p.add_argument("--omega", type=float, default=None, help="default: the model's")
     p.add_argument("--lam", type=float, default=None, help="default: the model's")
-    p.add_argument("--solver", default="gauss_newton", choices=list(SOLVERS))
+    p.add_argument(
+        "--solver",
+        default="auto",
+        choices=["auto", *SOLVERS],
+        help="auto: ALS for embedding towers, Gauss-Newton-CG otherwise",
+    )
     p.add_argument("--max-iter", type=int, default=None, help="default: the model's")
     p.add_argument("--k", type=int, default=10, help="cut-off of the metrics")
     p.add_argument("--plot", default=None, help="save objective / P@k vs time here")
@@ -95,7 +100,7 @@ def run(args) -> int:
         items if feats else None,
         validation=test,
     )
-    print(f"\n{args.solver} convergence (P@{args.k} on the test pairs):")
+    print(f"\n{model.solver_} convergence (P@{args.k} on the test pairs):")
     _print_table(model.history_, args.every, args.k)
     metrics = model.evaluate(test, k=args.k)
     print(

@@ -18,7 +18,6 @@ from .rotations import (
     reorthogonalize,
 )
 from .sparse import SparsePattern, csr_tensor
-from .topk import top_k_inner_products
 from .svd import (
     approx_svt,
     exact_svt,
@@ -30,6 +29,7 @@ from .svd import (
     thin_svd,
     warm_start_basis,
 )
+from .topk import top_k_inner_products
 
 __all__ = [
     "CGResult",

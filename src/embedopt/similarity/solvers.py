@@ -9,6 +9,9 @@ gradient baselines, all on the O(m + n) oracles of
                          objective (Sec. 4; the notes' "Methods")
 ``gradient_descent``     gradient descent with Armijo line search, plain or
                          scaled by the Gauss-Newton diagonal
+``adam``, ``sgd``        stochastic baselines on sampled pairs or blocks
+                         (:mod:`embedopt.similarity.baselines`)
+``als``                  alternating least squares, the linear case
 =======================  ===================================================
 
 Every solver takes ``(objective, x0, **options)`` and returns a
@@ -26,10 +29,13 @@ curvature (embedding tables with popular and rare ids).
 
 from __future__ import annotations
 
+from functools import partial
+
 from .._core import Interval, Options, Registry, resolve_random_state, validated_params
 from ..linalg import hutchinson_diagonal
 from ..linalg.points import Point, as_tuple, pack
 from ..optim import SolverResult, armijo_gradient_descent, newton_cg
+from .baselines import als, stochastic
 
 __all__ = ["SOLVERS", "gauss_newton", "get_solver", "gradient_descent"]
 
@@ -238,9 +244,17 @@ def gradient_descent(
 
 
 #: Solvers of the all-pairs objective by name: ``solver(objective, x0, **options)``.
+#: ``"adam"`` / ``"sgd"`` are :func:`~embedopt.similarity.stochastic` with that
+#: optimizer; ``"als"`` needs embedding-table towers and the square loss.
 SOLVERS = Registry(
     "solver",
-    {"gauss_newton": gauss_newton, "gradient_descent": gradient_descent},
+    {
+        "gauss_newton": gauss_newton,
+        "gradient_descent": gradient_descent,
+        "als": als,
+        "adam": partial(stochastic, optimizer="adam"),
+        "sgd": partial(stochastic, optimizer="sgd"),
+    },
     owner="similarity",
 )
 get_solver = SOLVERS.get
