@@ -9,8 +9,9 @@ every method, and a wall-clock budget per method. Methods: Gauss-Newton-CG
 Armijo line search (plain and scaled by the Gauss-Newton diagonal), and the
 stochastic / alternating baselines (Adam on sampled pairs and on row x
 column blocks, with the library's default learning rate and batch, an
-epoch being as many pairs as observed ones; ALS for embedding tables). The exact objective is recorded after every outer
-iteration; P@10 on the test pairs after each, outside the timed part.
+epoch being as many pairs as observed ones; ALS for embedding tables).
+The exact objective is recorded after every outer iteration; P@10 on
+the test pairs after each, outside the timed part.
 
 Reports, per method: the best objective, its test P@10, and the time to
 reach the best objective of the best stochastic method (the issue's goal:

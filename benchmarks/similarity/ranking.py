@@ -48,7 +48,7 @@ def _ours(train, test, users, items, towers, seed):
         ).fit(train, users if feats else None, items if feats else None)
     seconds = time.perf_counter() - t0
     out = ranking(model.user_embeddings_, model.item_embeddings_, train, test, K)
-    return {**out, "fit_s": seconds, "n_iter": model.n_iter_}
+    return {**out, "fit_s": seconds, "n_iter": model.n_iter_, "solver": model.solver_}
 
 
 def _ials(train, seed, threads, **params):
@@ -110,7 +110,7 @@ def main() -> int:
     headers = ["method", f"P@{K}", f"R@{K}", f"nDCG@{K}", f"MAP@{K}", "fit s", "notes"]
     table = []
     for label, r in rows.items():
-        note = r.get("params", f"{r.get('n_iter', '')} GN iterations")
+        note = r.get("params", f"{r.get('n_iter', '')} iterations of {r.get('solver')}")
         table.append(
             [label, *(f"{r[h]:.4f}" for h in headers[1:5]), f"{r['fit_s']:.1f}", note]
         )

@@ -18,8 +18,9 @@ DESCRIPTION = (
     "Train a user tower and an item tower on every user-item pair of "
     "MovieLens as implicit feedback (observed pairs labelled 1, all others "
     "imputed 0 with weight omega), by Gauss-Newton-CG (ALS for embedding "
-    "towers) on the exact O(m + n) objective, and print the convergence table and the test ranking "
-    "metrics (P@k, recall@k, nDCG@k, MAP@k; training pairs excluded). "
+    "towers) on the exact O(m + n) objective, and print the convergence "
+    "table and the test ranking metrics (P@k, recall@k, nDCG@k, MAP@k; "
+    "training pairs excluded). "
     "Default: ML-100K, per-user 80/20 split, hybrid towers (id embedding + "
     "side features: age, gender, occupation; genres, decade)."
 )
