@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-DOMAINS = ("completion", "ordinal", "quantization", "sdp")
+DOMAINS = ("completion", "ordinal", "quantization", "sdp", "similarity")
 
 DRIVER = r"""
 import contextlib, io, json, runpy, sys
