@@ -32,10 +32,10 @@ CONFIGS = [
 NEWTON = dict(use="gauss_newton", damping=1.0, max_iter=2, tol=0.0, cg_max_iter=4)
 
 
-def _distributed(loss, imputed, chunk_size, *, shift=0.0):
+def _distributed(loss, imputed, chunk_size, *, shift=0.0, dtype=torch.float64):
     """The configuration of ``make`` as a DistributedAllPairsObjective, its user
     tower's parameters moved by ``shift`` before construction."""
-    obj, prob, ref = make("mlp", loss, imputed, chunk_size=chunk_size)
+    obj, prob, ref = make("mlp", loss, imputed, chunk_size=chunk_size, dtype=dtype)
     su, sv = obj.sides
     with torch.no_grad():
         for p in su.tower.parameters():
@@ -87,6 +87,9 @@ def _worker():
         res["spread"] = obj.replica_spread(res.get("x", res["grad"]))
         res["local"] = (obj.sides[0].n, obj.sides[1].n, len(obj.labels))
         out[config] = res
+    # float32 towers: the observed-pair products and their collectives run
+    # in float32 (the Gramians in float64).
+    out["float32"] = _oracles(_distributed(*CONFIGS[0], dtype=torch.float32))
     try:  # 1 user for 2 processes: refused on every process, no collective hangs
         DistributedAllPairsObjective(
             EmbeddingTower(1, 2), EmbeddingTower(3, 2), ([0], [2], [1.0])
@@ -98,10 +101,12 @@ def _worker():
 
 @pytest.fixture(scope="module")
 def one_process():
-    return {
+    out = {
         c: _oracles(make("mlp", c[0], c[1], chunk_size=c[2])[0], c == CONFIGS[0])
         for c in CONFIGS
     }
+    out["float32"] = _oracles(make("mlp", *CONFIGS[0][:2], dtype=torch.float32)[0])
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +136,15 @@ def test_two_processes_match_one(one_process, two_processes, config):
             assert _rel(res["x"], single["x"]) < 1e-10
             assert res["objective"] == pytest.approx(single["objective"], rel=1e-12)
             assert res["objective"][-1] < res["objective"][0]
+
+
+def test_float32_towers_match_one_process(one_process, two_processes):
+    single = one_process["float32"]
+    for res in (r["float32"] for r in two_processes):
+        assert res["grad"][0].dtype == torch.float32
+        assert res["value"] == pytest.approx(single["value"], rel=1e-6)
+        assert _rel(res["grad"], single["grad"]) < 1e-5
+        assert _rel(res["gn"], single["gn"]) < 1e-5
 
 
 def test_processes_hold_bitwise_the_same_results(two_processes):
