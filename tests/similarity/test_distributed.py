@@ -208,3 +208,23 @@ def test_run_distributed_refuses_bad_parameters():
 
 def test_is_an_all_pairs_objective():
     assert issubclass(DistributedAllPairsObjective, AllPairsObjective)
+
+
+def _oracles_only():
+    return {c: _oracles(_distributed(*c)) for c in CONFIGS}
+
+
+@pytest.mark.parametrize("world_size", [3, 4])
+def test_more_processes_match_one_and_each_other(one_process, world_size):
+    # Uneven shards of every size down to one entity (N = 5 items over 4).
+    results = run_distributed(_oracles_only, world_size, threads=1, start_method="fork")
+    for config in CONFIGS:
+        single = one_process[config]
+        first = results[0][config]
+        for res in (r[config] for r in results):
+            assert res["value"] == first["value"]
+            assert torch.equal(flatten(res["grad"]), flatten(first["grad"]))
+            assert torch.equal(flatten(res["gn"]), flatten(first["gn"]))
+        assert first["value"] == pytest.approx(single["value"], rel=1e-13)
+        assert _rel(first["grad"], single["grad"]) < 1e-12
+        assert _rel(first["gn"], single["gn"]) < 1e-12
