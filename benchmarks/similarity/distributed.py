@@ -132,15 +132,17 @@ def problem(args, device="cpu"):
 
 
 def _median_time(fn, repeats, sync):
+    """Median wall-clock and CPU (this process) seconds of ``fn()``."""
     import statistics
 
-    times = []
+    wall, cpu = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
         sync()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def worker(args) -> None:
@@ -178,11 +180,12 @@ def worker(args) -> None:
     obj.gnvp(x0, v)
     # A fresh point per gradient (the objective caches the last one's
     # embeddings); the Gauss-Newton products reuse them, as inside one CG.
-    grad_s = _median_time(
+    (grad_s, grad_cpu) = _median_time(
         lambda: obj.value_and_grad(tuple(t.clone() for t in x0)), args.repeats, sync
     )
     obj.value_and_grad(x0)
-    gnvp_s = _median_time(lambda: obj.gnvp(x0, v), args.repeats, sync)
+    gnvp_s, gnvp_cpu = _median_time(lambda: obj.gnvp(x0, v), args.repeats, sync)
+    c0 = time.process_time()
     with warnings.catch_warnings():  # a fixed number of iterations on purpose
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = newton_cg(
@@ -194,6 +197,14 @@ def worker(args) -> None:
             tol=0.0,
             cg_max_iter=20,
         )
+    iter_cpu = (time.process_time() - c0) / res.n_iter
+    # The busiest process's CPU seconds: what the layout would take on idle
+    # cores (this machine's cores are shared with other work).
+    cpu = torch.tensor(
+        [grad_cpu, gnvp_cpu, iter_cpu], dtype=torch.float64, device=device
+    )
+    dist.all_reduce(cpu, op=dist.ReduceOp.MAX)
+    grad_cpu, gnvp_cpu, iter_cpu = cpu.tolist()
     spread = obj.replica_spread(res.x)
     times = list(res.history["time"])
     per_iter = [b - a for a, b in zip([0.0, *times[:-1]], times, strict=True)]
@@ -207,6 +218,9 @@ def worker(args) -> None:
         grad_s=grad_s,
         gnvp_s=gnvp_s,
         iter_s=_shared.median(per_iter),
+        grad_cpu=grad_cpu,
+        gnvp_cpu=gnvp_cpu,
+        iter_cpu=iter_cpu,
         objective=[float(f0), *map(float, res.history["objective"])],
         cg_iter=list(res.history["cg_iter"]),
         spread=spread,
@@ -291,7 +305,8 @@ def main(argv=None) -> int:
     reference = layouts[0][0]
     ref = runs[reference][0]
     x_ref = torch.cat([a.reshape(-1) for a in ref["x"]])
-    base_iter = _shared.median([r["iter_s"] for r in runs[reference]])
+    keys = ("setup_s", "grad_s", "gnvp_s", "iter_s", "grad_cpu", "gnvp_cpu", "iter_cpu")
+    base = {k: _shared.median([r[k] for r in runs[reference]]) for k in keys}
     rows, results = [], {}
     for name, rs in runs.items():
         x = torch.cat([a.reshape(-1) for a in rs[0]["x"]])
@@ -300,14 +315,12 @@ def main(argv=None) -> int:
             abs(a - b) / abs(b)
             for a, b in zip(rs[0]["objective"], ref["objective"], strict=True)
         ]
-        summary = {
-            key: _shared.median([r[key] for r in rs])
-            for key in ("setup_s", "grad_s", "gnvp_s", "iter_s")
-        }
+        summary = {key: _shared.median([r[key] for r in rs]) for key in keys}
         spread = max(r["spread"] for r in rs)
         results[name] = dict(
             summary,
-            speedup=base_iter / summary["iter_s"],
+            speedup=base["iter_s"] / summary["iter_s"],
+            speedup_cpu=base["iter_cpu"] / summary["iter_cpu"],
             x_rel_diff=x_diff,
             objective_rel_diff=f_diffs,
             spread=spread,
@@ -316,10 +329,11 @@ def main(argv=None) -> int:
         rows.append(
             [
                 name,
-                summary["grad_s"],
-                summary["gnvp_s"],
-                summary["iter_s"],
-                results[name]["speedup"],
+                *(
+                    f"{summary[k + '_s']:.3g} / {summary[k + '_cpu']:.3g}"
+                    for k in ("grad", "gnvp", "iter")
+                ),
+                f"{results[name]['speedup']:.2f} / {results[name]['speedup_cpu']:.2f}",
                 f"{rs[0]['objective'][-1]:.10g}",
                 " / ".join(f"{d:.0e}" for d in f_diffs),
                 f"{x_diff:.1e}",
@@ -332,7 +346,7 @@ def main(argv=None) -> int:
         "gradient (s)",
         "GN product (s)",
         "Newton iteration (s)",
-        f"speed-up vs {reference}",
+        f"iteration speed-up vs {reference}",
         f"objective after {args.iters} it.",
         f"rel. objective diff to {reference} (x0, it. 1, 2 ...)",
         "final x: max abs diff / max abs x_ref",
@@ -344,7 +358,9 @@ def main(argv=None) -> int:
         f"gloo on loopback, {os.cpu_count()} cores (1-minute load average "
         f"{load[0]:.1f} before, {load[1]:.1f} after); medians over {args.runs} "
         f"run(s) ({args.repeats} timings per oracle, {args.iters} iterations per "
-        f"run), device {args.device}.\n\n" + _shared.markdown_table(header, rows)
+        f"run), device {args.device}. Times: wall-clock / CPU seconds of the "
+        "busiest process (what the layout takes on idle cores).\n\n"
+        + _shared.markdown_table(header, rows)
     )
     print(table)
     tag = "similarity_distributed" + ("_quick" if args.quick else "")
