@@ -16,6 +16,7 @@ from embedopt.optim import newton_cg
 from embedopt.similarity import (
     AllPairsObjective,
     DistributedAllPairsObjective,
+    gauss_newton,
     run_distributed,
     shard_bounds,
 )
@@ -29,6 +30,9 @@ CONFIGS = [
     ("square", "all", None),
     ("logistic", "unobserved", 3),
 ]
+GAUSS_NEWTON = dict(
+    max_iter=2, preconditioner="diagonal", n_probes=2, random_state=0, cg_max_iter=4
+)
 NEWTON = dict(use="gauss_newton", damping=1.0, max_iter=2, tol=0.0, cg_max_iter=4)
 
 
@@ -71,7 +75,11 @@ def _oracles(obj, newton=False):
         with warnings.catch_warnings():  # 2 iterations on purpose
             warnings.simplefilter("ignore", ConvergenceWarning)
             res = newton_cg(obj, x, **NEWTON)
+            # Random probes (damping scale, Jacobi preconditioner): the same
+            # seed on every process keeps the replicas identical.
+            gn = gauss_newton(obj, x, **GAUSS_NEWTON)
         out["x"], out["objective"] = res.x, list(res.history["objective"])
+        out["x_gn"] = gn.x
     return out
 
 
@@ -136,6 +144,7 @@ def test_two_processes_match_one(one_process, two_processes, config):
             assert _rel(res["x"], single["x"]) < 1e-10
             assert res["objective"] == pytest.approx(single["objective"], rel=1e-12)
             assert res["objective"][-1] < res["objective"][0]
+            assert _rel(res["x_gn"], single["x_gn"]) < 1e-10
 
 
 def test_float32_towers_match_one_process(one_process, two_processes):
@@ -150,7 +159,7 @@ def test_float32_towers_match_one_process(one_process, two_processes):
 def test_processes_hold_bitwise_the_same_results(two_processes):
     first, second = (r[CONFIGS[0]] for r in two_processes)
     assert first["value"] == second["value"]
-    for key in ("grad", "gn", "x"):
+    for key in ("grad", "gn", "x", "x_gn"):
         assert torch.equal(flatten(first[key]), flatten(second[key]))
     assert first["spread"] == second["spread"] == 0.0
 

@@ -149,10 +149,17 @@ class DistributedAllPairsObjective(AllPairsObjective):
 
     Every oracle (and :meth:`embeddings`, :meth:`replica_spread`) runs
     collectives, so every process calls them in the same order, as the
-    solvers of :mod:`embedopt.optim` do when every process runs the same
-    solver on the same point. gloo's and NCCL's all-reduce hand every
-    process bitwise the same sums, so the replicas stay bitwise identical;
-    :meth:`replica_spread` checks it.
+    solvers of :mod:`embedopt.optim` and :mod:`embedopt.similarity` do when
+    every process runs the same solver with the same options from the same
+    point. A solver that draws random numbers (the probes of
+    :func:`~embedopt.similarity.gauss_newton`'s damping scale and diagonal
+    preconditioner, of :func:`~embedopt.similarity.gradient_descent`'s
+    scaling) must draw the same ones everywhere: give it the same int
+    ``random_state`` on every process (None would let the processes part
+    ways and wait on each other's collectives until the group's timeout).
+    gloo's and NCCL's all-reduce hand every process bitwise the same sums,
+    so the replicas stay bitwise identical; :meth:`replica_spread` checks
+    it.
 
     The sums over processes are split differently from one process's, so
     the results differ from :class:`AllPairsObjective`'s by rounding (about
@@ -169,7 +176,7 @@ class DistributedAllPairsObjective(AllPairsObjective):
 
         torch.distributed.init_process_group("gloo")
         obj = DistributedAllPairsObjective(user_tower, item_tower, pairs, lam=0.1)
-        res = newton_cg(obj, obj.initial_point(), use="gauss_newton", damping=1.0)
+        res = gauss_newton(obj, obj.initial_point(), random_state=0)
     """
 
     def __init__(
