@@ -12,7 +12,7 @@ order of float64 additions):
 ====================================  ==========================  ============
 what                                  collective                  size
 ====================================  ==========================  ============
-``G_P, G_Q, C_P, C_Q`` (eq. 13-14)    all-reduce                  k (k + kt)
+``G_P, G_Q, C_P, C_Q`` (eq. 13-14)    all-reduce                  2k (k + kt)
 observed loss, eq. 11 correction      all-reduce                  2
 ``Q`` (the q_j of the local pairs)    all-gather                  n k
 ``R^T P`` / ``Z_O^T P`` (eq. 27)      reduce-scatter              n k
