@@ -83,6 +83,18 @@ def _oracles(obj, newton=False):
     return out
 
 
+def _no_local_pairs(cls):
+    """Observed pairs of users 0-3 only: the second process has none."""
+    g = torch.Generator().manual_seed(0)
+    return cls(
+        EmbeddingTower(M, 3, std=0.5, generator=g, dtype=torch.float64),
+        EmbeddingTower(N, 3, std=0.5, generator=g, dtype=torch.float64),
+        ([0, 1, 2, 3], [0, 4, 2, 1], [1.0, 2.0, 0.5, 1.0]),
+        omega=0.5,
+        lam=0.1,
+    )
+
+
 def _worker():
     """What each of the 2 processes computes (run_distributed's target)."""
     import torch.distributed as dist
@@ -98,6 +110,8 @@ def _worker():
     # float32 towers: the observed-pair products and their collectives run
     # in float32 (the Gramians in float64).
     out["float32"] = _oracles(_distributed(*CONFIGS[0], dtype=torch.float32))
+    obj = _no_local_pairs(DistributedAllPairsObjective)
+    out["no_pairs"], out["no_pairs_local"] = _oracles(obj), len(obj.labels)
     try:  # 1 user for 2 processes: refused on every process, no collective hangs
         DistributedAllPairsObjective(
             EmbeddingTower(1, 2), EmbeddingTower(3, 2), ([0], [2], [1.0])
@@ -114,6 +128,7 @@ def one_process():
         for c in CONFIGS
     }
     out["float32"] = _oracles(make("mlp", *CONFIGS[0][:2], dtype=torch.float32)[0])
+    out["no_pairs"] = _oracles(_no_local_pairs(AllPairsObjective))
     return out
 
 
@@ -154,6 +169,15 @@ def test_float32_towers_match_one_process(one_process, two_processes):
         assert res["value"] == pytest.approx(single["value"], rel=1e-6)
         assert _rel(res["grad"], single["grad"]) < 1e-5
         assert _rel(res["gn"], single["gn"]) < 1e-5
+
+
+def test_a_process_without_observed_pairs(one_process, two_processes):
+    single = one_process["no_pairs"]
+    assert [r["no_pairs_local"] for r in two_processes] == [4, 0]
+    for res in (r["no_pairs"] for r in two_processes):
+        assert res["value"] == pytest.approx(single["value"], rel=1e-13)
+        assert _rel(res["grad"], single["grad"]) < 1e-12
+        assert _rel(res["gn"], single["gn"]) < 1e-12
 
 
 def test_processes_hold_bitwise_the_same_results(two_processes):
