@@ -9,6 +9,7 @@ from .baselines import (
     sampled_pairs_loss,
     stochastic,
 )
+from .distributed import DistributedAllPairsObjective, run_distributed, shard_bounds
 from .estimators import TwoTowerModel
 from .losses import LOSSES, AutogradLoss, LogisticLoss, SquareLoss, get_loss
 from .objective import AllPairsObjective, popularity_weights
@@ -22,6 +23,7 @@ __all__ = [
     "STOCHASTIC_CONSTRAINTS",
     "AllPairsObjective",
     "AutogradLoss",
+    "DistributedAllPairsObjective",
     "LogisticLoss",
     "SquareLoss",
     "TwoTowerModel",
@@ -32,6 +34,8 @@ __all__ = [
     "get_solver",
     "gradient_descent",
     "popularity_weights",
+    "run_distributed",
     "sampled_pairs_loss",
+    "shard_bounds",
     "stochastic",
 ]

@@ -121,6 +121,7 @@ class _State:
     pullbacks: tuple | None = None  # per side, the single-chunk vjp function
     value: float | None = None
     extras: dict = field(default_factory=dict)
+    Q_all: torch.Tensor | None = None  # Q of every item (the pairs' q_j)
 
 
 class AllPairsObjective:
@@ -317,12 +318,10 @@ class AllPairsObjective:
         # Observed parts in the towers' dtype (sums of |O_i| terms, no
         # cancellation), all-pairs parts in float64 (eq. 27).
         r = residual.to(P.dtype)
-        X_P = pat.matmul(r, Q).to(_F64) + self.omega * su.weights[:, None] * (
-            P64 @ G_Q - su.tilde @ C_Q.T
-        )
-        X_Q = pat.rmatmul(r, P).to(_F64) + self.omega * sv.weights[:, None] * (
-            Q64 @ G_P - sv.tilde @ C_P.T
-        )
+        RQ = pat.matmul(r, state.Q_all).to(_F64)
+        RtP = self._own_items(pat.rmatmul(r, P)).to(_F64)
+        X_P = RQ + self.omega * su.weights[:, None] * (P64 @ G_Q - su.tilde @ C_Q.T)
+        X_Q = RtP + self.omega * sv.weights[:, None] * (Q64 @ G_P - sv.tilde @ C_P.T)
         grad = self._pullback(state, (X_P, X_Q))
         return state.value, self._regularized(grad, state.x, self.lam)
 
@@ -351,14 +350,16 @@ class AllPairsObjective:
         G_P, G_Q = state.G
         su, sv = self.sides
         pat = self.pattern
-        jv = pat.sampled_dot(dP, Q) + pat.sampled_dot(P, dQ)
+        Q_all = state.Q_all
+        jv = pat.sampled_dot(dP, Q_all) + pat.sampled_dot(P, self._all_items(dQ))
         z = (d2 * jv.to(_F64)).to(P.dtype)
-        X_P = pat.matmul(z, Q).to(_F64) + self.omega * su.weights[:, None] * (
-            dP64 @ G_Q + P64 @ ((dQ64.T * sv.weights) @ Q64)
+        H_Q, H_P = self._all_reduce(
+            (dQ64.T * sv.weights) @ Q64, (dP64.T * su.weights) @ P64
         )
-        X_Q = pat.rmatmul(z, P).to(_F64) + self.omega * sv.weights[:, None] * (
-            Q64 @ ((dP64.T * su.weights) @ P64) + dQ64 @ G_P
-        )
+        ZQ = pat.matmul(z, Q_all).to(_F64)
+        ZtP = self._own_items(pat.rmatmul(z, P)).to(_F64)
+        X_P = ZQ + self.omega * su.weights[:, None] * (dP64 @ G_Q + P64 @ H_Q)
+        X_Q = ZtP + self.omega * sv.weights[:, None] * (Q64 @ H_P + dQ64 @ G_P)
         out = self._pullback(state, (X_P, X_Q))
         return self._regularized(out, tuple(v), self.lam)
 
@@ -366,11 +367,14 @@ class AllPairsObjective:
     def _value(self, state: _State) -> float:
         y, yhat = self.labels, state.yhat
         observed = self.loss.value(y, yhat).sum()
+        on_observed = observed.new_zeros(())
+        if self.imputed == "unobserved":
+            on_observed = (self.pair_weights * (self.ytilde - yhat) ** 2).sum()
+        observed, on_observed = self._all_reduce(observed, on_observed)
         (G_P, G_Q), (C_P, C_Q) = state.G, state.C
         all_pairs = (G_P * G_Q).sum() - 2.0 * (C_P * C_Q).sum() + self._tilde_const
         if self.imputed == "unobserved":
-            on_observed = self.pair_weights * (self.ytilde - yhat) ** 2
-            all_pairs = all_pairs - on_observed.sum()
+            all_pairs = all_pairs - on_observed
         reg = sum(float((p.to(_F64) ** 2).sum()) for p in state.x)
         return float(observed + 0.5 * self.omega * all_pairs) + 0.5 * self.lam * reg
 
@@ -378,7 +382,7 @@ class AllPairsObjective:
         """Embeddings and Gramians at ``x``, cached for the last point."""
         x = tuple(x)
         state = self._state
-        single = all(len(s.chunks) == 1 for s in self.sides)
+        single = self._one_pass()
         if state is not None and _same_point(state.x, x):
             if keep_graph and single and state.pullbacks is None:
                 state = None  # recompute once with the graph kept
@@ -400,11 +404,17 @@ class AllPairsObjective:
         self._check_embeddings(P, Q)
         su, sv = self.sides
         P64, Q64 = P.to(_F64), Q.to(_F64)
-        G = ((P64.T * su.weights) @ P64, (Q64.T * sv.weights) @ Q64)
-        C = ((P64.T * su.weights) @ su.tilde, (Q64.T * sv.weights) @ sv.tilde)
-        yhat = self.pattern.sampled_dot(P, Q).to(_F64)
+        G_P, G_Q, C_P, C_Q = self._all_reduce(
+            (P64.T * su.weights) @ P64,
+            (Q64.T * sv.weights) @ Q64,
+            (P64.T * su.weights) @ su.tilde,
+            (Q64.T * sv.weights) @ sv.tilde,
+        )
+        G, C = (G_P, G_Q), (C_P, C_Q)
+        Q_all = self._all_items(Q)
+        yhat = self.pattern.sampled_dot(P, Q_all).to(_F64)
         self._state = _State(
-            x, P, Q, yhat, G, C, tuple(pullbacks) if pullbacks else None
+            x, P, Q, yhat, G, C, tuple(pullbacks) if pullbacks else None, Q_all=Q_all
         )
         return self._state
 
@@ -437,7 +447,29 @@ class AllPairsObjective:
                 part = fn(X[rows])
                 total = part if total is None else _add(total, part)
             out.extend(total)
-        return tuple(g.detach() for g in out)
+        return self._all_reduce(*(g.detach() for g in out))
+
+    # -- data-parallel hooks (identities here; see .distributed) ----------------
+    # DistributedAllPairsObjective shards the users (with their observed pairs)
+    # and the items over processes and overrides these; everything above is
+    # written for the local shard and calls them where a sum over entities or
+    # pairs of other processes enters.
+    def _all_reduce(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The sums over processes of per-process partial sums."""
+        return tensors
+
+    def _all_items(self, X: torch.Tensor) -> torch.Tensor:
+        """All n rows of an item-indexed matrix given this process's rows."""
+        return X
+
+    def _own_items(self, X: torch.Tensor) -> torch.Tensor:
+        """This process's rows of the sum over processes of an (n, .) matrix."""
+        return X
+
+    def _one_pass(self) -> bool:
+        """Whether each tower runs in one pass (and keeps its graph); processes
+        must agree, since it decides which collectives a point runs."""
+        return all(len(s.chunks) == 1 for s in self.sides)
 
     def _push_forward(self, side: _Side, params, tangents) -> torch.Tensor:
         """``J d`` of one tower (forward mode), chunk by chunk."""
