@@ -144,3 +144,13 @@ def test_estimator_accepts_both_spellings_and_reports_a_callback_stop():
         random_state=1, device="cpu", callback=lambda s: True, **SMALL
     ).fit((u, i))
     assert stopped.stop_reason_ == "callback" and stopped.n_iter_ == 1
+
+
+def test_an_index_of_2_to_the_40_is_refused_naming_the_size():
+    u, i = _pairs()
+    u = u.copy()
+    u[-1] = 2**40
+    with pytest.raises(DataValidationError, match="1099511627777 users and 12 items"):
+        TwoTowerRetrieval(random_state=0, device="cpu", **SMALL).fit((u, i))
+    with pytest.raises(DataValidationError, match="1099511627777 users"):
+        train_two_tower_index((u, i), **SMALL)
