@@ -157,7 +157,7 @@ def test_a_stray_index_warns_about_the_inferred_shape():
     from embedopt import DataWarning
 
     model = MatrixCompletion(1.0, max_iter=2, random_state=0, device="cpu")
-    with pytest.warns(DataWarning, match="inferred size is 10001 rows"):
+    with pytest.warns(DataWarning, match="inferred size is 10001,"):
         model.fit(_entries_with_row(10_000))
     assert model.shape_ == (10_001, 50)
 

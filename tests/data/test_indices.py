@@ -26,7 +26,7 @@ def test_one_stray_index_warns_with_the_inferred_size():
         obs = ObservedEntries((rows, cols), np.ones(rows.size))
     assert obs.shape == (10**6 + 1, 100)
     text = str(record[0].message)
-    assert "inferred size is 1000001 rows" in text and "far above the next, 99" in text
+    assert "inferred size is 1000001," in text and "far above the next, 99" in text
     assert "shape=" in text and "np.unique" in text
 
 
@@ -42,9 +42,9 @@ def test_dense_ids_or_an_explicit_size_do_not_warn():
 
 def test_comparisons_and_interactions_warn_too():
     T = np.array([[0, 1, 2], [1, 2, 3], [2, 3, 50_000]])
-    with pytest.warns(DataWarning, match="50001 objects.*n_objects="):
+    with pytest.warns(DataWarning, match=r"object indices reach 50000.*n_objects="):
         Comparisons(T)
-    with pytest.warns(DataWarning, match="inferred size is 50001 items"):
+    with pytest.warns(DataWarning, match="item indices reach 50000, so the inferred"):
         as_interactions(([0, 1, 2], [0, 1, 50_000]))
 
 
@@ -80,3 +80,13 @@ def test_boolean_indices_are_refused_clearly():
         Comparisons(np.ones((4, 3), dtype=bool))
     with pytest.raises(DataValidationError, match="must be integers"):
         as_interactions((mask, mask))
+
+
+def test_shapes_beyond_int64_are_checked_for_duplicates_without_overflow():
+    big = (2**40, 2**40)  # 2**80 positions: no linear index fits in int64
+    rows, cols = np.array([0, 5, 5]), np.array([1, 2, 2])
+    with pytest.raises(DataValidationError, match=r"1 duplicate position.*\(5, 2\)"):
+        ObservedEntries((rows, cols), [1.0, 2.0, 3.0], big)
+    obs = ObservedEntries((rows[:2], cols[:2]), [1.0, 2.0], big)
+    with pytest.raises(DataValidationError, match="exceeds int64"):
+        obs.aggregate_duplicates()

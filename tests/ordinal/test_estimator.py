@@ -152,7 +152,7 @@ def test_a_stray_index_warns(prob):
     from embedopt import DataWarning
 
     T = np.r_[prob.train.indices[:-1], [[0, 1, 20_000]]]
-    with pytest.warns(DataWarning, match="inferred size is 20001 objects"):
+    with pytest.warns(DataWarning, match="inferred size is 20001,"):
         m = _model(max_iter=1).fit(T)
     assert m.n_objects_ == 20_001
 

@@ -272,6 +272,11 @@ class ObservedEntries:
             raise DataValidationError(
                 f"how must be one of {_AGGREGATIONS}; got {how!r}."
             )
+        if not _fits_int64(self.shape):
+            raise DataValidationError(
+                f"Cannot aggregate entries of shape {self.shape}: its size exceeds "
+                "int64. Remap the indices to 0..n-1 first."
+            )
         lin = np.ravel_multi_index(tuple(self.indices.T), self.shape)
         order = np.argsort(lin, kind="stable")
         lin_s, vals_s = lin[order], self.values[order]
@@ -318,6 +323,14 @@ def _as_index_matrix(indices) -> np.ndarray:
                 f"got shape {idx.shape}."
             )
     return _as_int(idx)
+
+
+def _fits_int64(shape) -> bool:
+    """Whether every linear index of ``shape`` fits in int64."""
+    size = 1
+    for n in shape:
+        size *= int(n)
+    return size <= _INT64_MAX
 
 
 def _mode_names(ndim: int) -> list[str]:
@@ -367,8 +380,8 @@ def infer_size(idx: np.ndarray, what: str, parameter: str) -> int:
             if used.size > 1 and top > 10 * (int(used[-2]) + 1):
                 stray = f" (the largest, {top}, is far above the next, {used[-2]})"
             warnings.warn(
-                f"{what} indices reach {top}, so the inferred size is {size} "
-                f"{what}s, but only {used.size} distinct {what} indices occur"
+                f"{what} indices reach {top}, so the inferred size is {size}, "
+                f"but only {used.size} distinct {what} indices occur"
                 f"{stray}. Every fit allocates and sweeps all {size}: drop a stray "
                 "index, remap sparse ids to 0..n-1 (np.unique(ids, "
                 f"return_inverse=True)), or pass {parameter}= to set the size "
@@ -447,11 +460,16 @@ def _validate(obs: ObservedEntries, check_duplicates: bool = True) -> None:
         )
     _check_values(obs.values)
     if check_duplicates:
-        lin = np.ravel_multi_index(tuple(idx.T), shape)
-        s = np.sort(lin)
-        dup = s[1:] == s[:-1]
+        if _fits_int64(shape):
+            lin = np.ravel_multi_index(tuple(idx.T), shape)
+            s = np.sort(lin)
+            dup = s[1:] == s[:-1]
+            first = np.unravel_index(s[1:][dup][0], shape) if dup.any() else None
+        else:  # no linear index fits in int64: compare the rows themselves
+            rows = idx[np.lexsort(idx.T[::-1])]
+            dup = (rows[1:] == rows[:-1]).all(axis=1)
+            first = rows[1:][dup][0] if dup.any() else None
         if dup.any():
-            first = np.unravel_index(s[1:][dup][0], shape)
             raise DataValidationError(
                 f"{int(dup.sum())} duplicate position(s), e.g. "
                 f"{tuple(int(x) for x in first)}. Aggregate them first, e.g. with "
