@@ -154,3 +154,24 @@ def test_an_index_of_2_to_the_40_is_refused_naming_the_size():
         TwoTowerRetrieval(random_state=0, device="cpu", **SMALL).fit((u, i))
     with pytest.raises(DataValidationError, match="1099511627777 users"):
         train_two_tower_index((u, i), **SMALL)
+
+
+def test_float32_and_float64_start_from_the_same_towers():
+    # Their recommendations differ later because training amplifies rounding
+    # (documented in TwoTowerRetrieval's Notes), not because they start apart.
+    u, i = _pairs()
+    states = [
+        train_two_tower_index(
+            (u, i),
+            random_state=0,
+            device="cpu",
+            dtype=dt,
+            **{**SMALL, "warmup_steps": 0},
+        ).info["warm_state"]
+        for dt in ("float32", "float64")
+    ]
+    for tower in ("user_tower", "item_tower"):
+        for name, w32 in states[0][tower].items():
+            w64 = states[1][tower][name]
+            assert w32.dtype == torch.float32 and w64.dtype == torch.float64
+            torch.testing.assert_close(w32.double(), w64, rtol=0, atol=0)
