@@ -166,3 +166,10 @@ def test_a_stray_index_warns_about_the_inferred_shape():
 def test_infinite_lambda_is_refused_at_the_parameter_check(lam):
     with pytest.raises(InvalidParameterError, match=r"'lam' parameter.*Got inf"):
         MatrixCompletion(lam).fit(_entries_with_row(3))
+
+
+def test_a_lambda_beyond_float32_shrinks_everything_to_zero():
+    # the threshold 1e300 does not fit in float32: torch refused to convert it
+    model = MatrixCompletion(1e300, max_iter=3, random_state=0, device="cpu")
+    model.fit(_entries_with_row(3))
+    assert model.rank_ == 0

@@ -90,3 +90,10 @@ def test_shapes_beyond_int64_are_checked_for_duplicates_without_overflow():
     obs = ObservedEntries((rows[:2], cols[:2]), [1.0, 2.0], big)
     with pytest.raises(DataValidationError, match="exceeds int64"):
         obs.aggregate_duplicates()
+
+
+@pytest.mark.parametrize("value", [1e300, 2.0**63, -1e300, np.inf])
+def test_float_indices_beyond_int64_are_refused_with_their_value(value):
+    rows = np.array([0.0, 1.0, value])
+    with pytest.raises(DataValidationError, match="below 2\\*\\*63; entry 2"):
+        ObservedEntries((rows, np.array([0.0, 1.0, 2.0])), [1.0, 2.0, 3.0])

@@ -68,9 +68,9 @@ def add_arguments(p) -> None:
     )
     p.add_argument(
         "--lam",
-        type=float_type(0.0, auto=True),
+        type=float_type(0.0, strict=True, auto=True),
         default="auto",
-        help="lambda >= 0, or 'auto' to select it on the validation entries",
+        help="lambda > 0, or 'auto' to select it on the validation entries",
     )
     p.add_argument(
         "--loss",

@@ -146,6 +146,13 @@ def _load(args):
 
 
 def _read_npy(path):
+    with open(path, "rb") as fh:
+        magic = fh.read(6)
+    if magic != b"\x93NUMPY":
+        raise CommandError(
+            f"{path} is not a .npy file (no NumPy header); give a .npy file saved "
+            "with numpy.save or a .fvecs file"
+        )
     try:
         X = np.load(path, mmap_mode="r")
     except (ValueError, EOFError, OSError) as exc:

@@ -410,12 +410,15 @@ def _as_int(idx: np.ndarray) -> np.ndarray:
     if np.issubdtype(idx.dtype, np.integer):
         return idx.astype(np.int64, copy=False)
     if np.issubdtype(idx.dtype, np.floating):
-        bad = ~np.isfinite(idx) | (np.floor(idx) != idx)
+        # float64 holds 2**63 exactly, int64 does not: >= refuses it too
+        bad = ~np.isfinite(idx) | (np.floor(idx) != idx) | (np.abs(idx) >= 2.0**63)
         if bad.any():
             pos = np.argwhere(bad)[0]
+            value = float(idx[tuple(pos)])
+            what = "integers" if np.floor(value) != value else "integers below 2**63"
             raise DataValidationError(
-                f"Indices must be integers; entry {int(pos[0])} has index "
-                f"{idx[tuple(pos)]!r} in mode {int(pos[1])}."
+                f"Indices must be {what}; entry {int(pos[0])} has index {value!r} "
+                f"in mode {int(pos[1])}."
             )
         return idx.astype(np.int64)
     raise DataValidationError(f"Indices must be integers; got dtype {idx.dtype}.")
