@@ -136,6 +136,7 @@ def _entries_with_row(big):
     return rows, cols, rng.normal(size=rows.size)
 
 
+@pytest.mark.filterwarnings("ignore::embedopt.DataWarning")  # the stray index
 def test_an_index_of_2_to_the_40_is_refused_naming_the_size():
     with pytest.raises(DataValidationError) as exc:
         MatrixCompletion(1.0).fit(_entries_with_row(2**40))

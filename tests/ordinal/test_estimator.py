@@ -134,6 +134,7 @@ def test_loss_parameters_reach_the_loss(prob):
 
 
 # -- sizes, degenerate starts, batches (issue 14) ----------------------------------
+@pytest.mark.filterwarnings("ignore::embedopt.DataWarning")  # the stray index
 def test_an_index_of_2_to_the_40_is_refused_naming_the_size(prob):
     T = np.r_[prob.train.indices[:-1], [[0, 1, 2**40]]]
     with pytest.raises(DataValidationError, match="1099511627777 objects in 2 dim"):

@@ -146,6 +146,7 @@ def test_estimator_accepts_both_spellings_and_reports_a_callback_stop():
     assert stopped.stop_reason_ == "callback" and stopped.n_iter_ == 1
 
 
+@pytest.mark.filterwarnings("ignore::embedopt.DataWarning")  # the stray index
 def test_an_index_of_2_to_the_40_is_refused_naming_the_size():
     u, i = _pairs()
     u = u.copy()
