@@ -47,7 +47,9 @@ def test_help_of_every_command():
     assert "--solver" in r.stdout
 
 
-@pytest.mark.parametrize("command", ["complete", "ordinal", "quantize", "sdp"])
+@pytest.mark.parametrize(
+    "command", ["complete", "ordinal", "quantize", "sdp", "similarity"]
+)
 def test_help_text_is_rendered(command, capsys):
     # argparse only %-formats help strings, not descriptions: a literal "%%"
     # in a description would be shown as is.
@@ -163,3 +165,12 @@ def test_sdp_rand_index_counts_agreeing_pairs():
     brute = ((same_a == same_b).sum() - 40) / (40 * 39)
     assert rand_index(a, b) == pytest.approx(brute)
     assert rand_index(a, a + 5) == 1.0
+
+
+@requires_dataset("movielens-100k")
+def test_similarity_embedding_towers_one_iteration(capsys, tmp_path):
+    plot = tmp_path / "sim.png"
+    argv = ["similarity", "--towers", "embedding", "--max-iter", "1", "--k", "5"]
+    assert main([*argv, "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "precision@5" in out and "ndcg@5" in out and plot.is_file()

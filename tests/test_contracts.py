@@ -42,6 +42,9 @@ from embedopt.quantization import (
 )
 from embedopt.sdp import SOLVERS as SDP_SOLVERS
 from embedopt.sdp import ColoredMVU, KernelLearning
+from embedopt.similarity import SOLVERS as SIM_SOLVERS
+from embedopt.similarity import TwoTowerModel
+from embedopt.similarity import estimators as sim_module
 from tests.conftest import random_entries
 
 
@@ -538,6 +541,88 @@ CASES.append(
             ((np.zeros((1, 3)),), DataValidationError, "at least 2 patterns"),
             ((np.ones((4, 3)),), DataValidationError, "n_neighbors=5 needs more"),
             (("text",), DataValidationError, "cannot read"),
+        ],
+    )
+)
+
+
+def _tt_data():
+    rng = np.random.default_rng(0)
+    users, items = rng.integers(0, 12, 60), rng.integers(0, 9, 60)
+    keep = np.unique(users * 9 + items, return_index=True)[1]
+    users, items = users[keep], items[keep]
+    user_features = {"group": np.arange(12) % 3}
+    item_features = {"dense": rng.standard_normal((9, 2))}
+    return ((users, items), user_features, item_features)
+
+
+def _tt_output(est, args):
+    check_is_fitted(est, "user_tower_")
+    return est.score(np.arange(12).repeat(9), np.tile(np.arange(9), 12))
+
+
+CASES.append(
+    EstimatorCase(
+        name="TwoTowerModel",
+        make=lambda **kw: TwoTowerModel(
+            **{"n_components": 3, "hidden": 8, "max_iter": 3, "tol": 0.0, **kw},
+            **({} if "random_state" in kw else {"random_state": 0}),
+        ),
+        fit_args=_tt_data,
+        output=_tt_output,
+        fitted_attr="user_tower_",
+        options=[
+            {"solver": "gradient_descent"},
+            {"solver": "gradient_descent", "solver_options": {"scaling": "diagonal"}},
+            {"solver_options": {"preconditioner": "diagonal"}},
+            {"user_tower": "embedding", "item_tower": "mlp"},
+            {"loss": "logistic", "imputed": "all", "weights": "popularity"},
+            {"imputation": 0.5, "chunk_size": 5},
+        ],
+        wiring=[
+            (
+                SIM_SOLVERS,
+                "gauss_newton",
+                {
+                    "max_iter": (2, "max_iter"),
+                    "tol": (1e-3, "tol"),
+                },
+            ),
+            (
+                sim_module,
+                "AllPairsObjective",
+                {
+                    "omega": (0.3, "omega"),
+                    "lam": (0.7, "lam"),
+                    "imputed": ("all", "imputed"),
+                    "imputation": (0.25, "imputation"),
+                    "chunk_size": (4, "chunk_size"),
+                    "loss": ("logistic", "loss"),
+                },
+            ),
+        ],
+        bad_params=[
+            {"n_components": 0},
+            {"omega": -1.0},
+            {"lam": float("nan")},
+            {"user_tower": "tree"},
+            {"solver": "newton"},
+            {"max_iter": 0},
+            {"imputed": "some"},
+            {"weights": "idf"},
+            {"dtype": "int32"},
+            {"device": "tpu"},
+            {"random_state": "x"},
+        ],
+        bad_inputs=[
+            (
+                (([0, 12], [1, 2]), {"group": np.arange(12) % 3}),
+                DataValidationError,
+                "index 12 used",
+            ),
+            ((([0, 1], [1, 2]), {"group": np.arange(1)}), DataValidationError, "rows"),
+            ((([0, 1], [1, 2], [1.0, np.nan]),), DataValidationError, "finite"),
+            ((([], []),), DataValidationError, "non-empty"),
         ],
     )
 )

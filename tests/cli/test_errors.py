@@ -60,6 +60,9 @@ def _refused_at_parse(capsys, argv) -> str:
         (["sdp", "--rank", "0"], "argument --rank"),
         (["sdp", "--lam", "nan"], "argument --lam"),
         (["sdp", "--n-pairs", "-5"], "argument --n-pairs"),
+        (["similarity", "--n-components", "0"], "argument --n-components"),
+        (["similarity", "--omega", "-1"], "argument --omega"),
+        (["similarity", "--k", "0"], "argument --k"),
     ],
 )
 def test_bad_values_are_refused_while_parsing(capsys, argv, expected):
@@ -94,7 +97,9 @@ def test_data_and_data_dir_must_exist(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("option", ["--json", "--plot"])
-@pytest.mark.parametrize("command", ["complete", "ordinal", "quantize", "sdp"])
+@pytest.mark.parametrize(
+    "command", ["complete", "ordinal", "quantize", "sdp", "similarity"]
+)
 def test_an_output_folder_that_does_not_exist_is_refused_before_the_fit(
     capsys, tmp_path, command, option
 ):

@@ -83,3 +83,24 @@ def test_movielens_side_features_align_with_ratings():
         "Children's",
         "Comedy",
     }
+
+
+@requires_dataset("movielens-100k")
+def test_movielens_100k_side_features_in_the_1m_layout():
+    f = load_movielens_side_features(dataset="100k")
+    m, n = f.ratings.entries.shape
+    assert (m, n) == (943, 1682)
+    for name, v in f.user_features.items():
+        assert v.shape == (m,) and 0 <= v.min() and v.max() < f.cardinalities[name]
+    # User 1: 24 years old (group 18-24), M, technician (index 19 of u.occupation).
+    assert f.user_features["age"][0] == 1 and f.user_features["gender"][0] == 1
+    assert f.user_features["occupation"][0] == 19
+    toy = f.item_features["genres"][0]  # Toy Story (1995)
+    assert {GENRES_1M[i] for i in np.flatnonzero(toy)} == {
+        "Animation",
+        "Children's",
+        "Comedy",
+    }
+    assert f.item_features["decade"][0] == 9 and f.item_features["known"].all()
+    with pytest.raises(ValueError, match="dataset"):
+        load_movielens_side_features(dataset="10m")

@@ -34,3 +34,28 @@ def test_distortion_and_errors():
         recall_at_k(np.zeros((1, 3), int), [[0]], 0)
     with pytest.raises(DataValidationError, match="queries"):
         recall_at_k(np.zeros((2, 3), int), [[0]], 1)
+
+
+def test_ndcg_and_average_precision_by_hand():
+    from embedopt.metrics import average_precision_at_k, ndcg_at_k
+
+    retrieved = np.array([[3, 1, 7, 5], [2, 4, 6, 8]])
+    relevant = [[1, 5, 9], [8]]
+    # Query 0: hits at ranks 2 and 4 of 3 relevant; query 1: a hit at rank 4.
+    dcg0 = 1 / np.log2(3) + 1 / np.log2(5)
+    idcg0 = 1 + 1 / np.log2(3) + 1 / np.log2(4)
+    dcg1, idcg1 = 1 / np.log2(5), 1.0
+    expected = (dcg0 / idcg0 + dcg1 / idcg1) / 2
+    assert ndcg_at_k(retrieved, relevant, 4) == pytest.approx(expected)
+    ap0 = (1 / 2 + 2 / 4) / 3
+    ap1 = (1 / 4) / 1
+    assert average_precision_at_k(retrieved, relevant, 4) == pytest.approx(
+        (ap0 + ap1) / 2
+    )
+    # A perfect ranking scores 1; repeats and -1 padding never count.
+    assert ndcg_at_k([[1, 5, 9]], [[9, 5, 1]], 3) == pytest.approx(1.0)
+    assert average_precision_at_k([[1, 1, -1]], [[1, 2]], 3) == pytest.approx(0.5)
+    # k = 2 cuts query 0 to one hit of min(2, 3) = 2 possible.
+    assert average_precision_at_k(retrieved[:1], relevant[:1], 2) == pytest.approx(
+        (1 / 2) / 2
+    )

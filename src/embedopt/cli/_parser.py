@@ -8,13 +8,13 @@ import os
 import sys
 import warnings
 
-from . import completion, ordinal, quantization, sdp
+from . import completion, ordinal, quantization, sdp, similarity
 from ._common import CommandError, warning_line
 
 #: The command modules, in the order ``embedopt --help`` lists them. A new
 #: command is a module with COMMAND, HELP, DESCRIPTION, add_arguments(parser)
 #: and run(args), added here.
-COMMANDS = (completion, ordinal, quantization, sdp)
+COMMANDS = (completion, ordinal, quantization, sdp, similarity)
 
 #: Environment variable that, when set to a non-empty value other than 0,
 #: lets errors end with their traceback (as ``--debug`` does).

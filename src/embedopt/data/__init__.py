@@ -38,7 +38,7 @@ from .ordinal_datasets import (
     load_eurodist,
     load_music_triplets,
 )
-from .splits import kfold_entries, split_entries
+from .splits import kfold_entries, split_by_user, split_entries
 from .synthetic import (
     LowRankProblem,
     LowRankTensorProblem,
@@ -97,6 +97,7 @@ __all__ = [
     "read_fvecs",
     "read_ivecs",
     "sample_positions",
+    "split_by_user",
     "split_comparisons",
     "split_entries",
 ]

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._core import DataValidationError
 from .entries import ObservedEntries, _as_int, infer_size
@@ -66,11 +67,13 @@ def as_interactions(X, shape=None) -> Interactions:
 
     Parameters
     ----------
-    X : Interactions, ObservedEntries or tuple (users, items[, values])
-        The observed pairs: two 1-D integer arrays of the same length, and
-        optionally one value per pair. An :class:`ObservedEntries` matrix (or
-        an :class:`Interactions`) is already validated and carries its own
-        shape, which is kept.
+    X : Interactions, ObservedEntries, scipy.sparse matrix or tuple
+        The observed pairs: a tuple ``(users, items[, values])`` of 1-D
+        integer arrays of the same length, optionally with one value per
+        pair; or a sparse ``n_users x n_items`` matrix whose stored entries
+        are the pairs (with their values). An :class:`ObservedEntries`
+        matrix (or an :class:`Interactions`) is already validated and
+        carries its own shape, which is kept.
     shape : tuple (n_users, n_items), optional
         For a tuple input; default ``(max user + 1, max item + 1)``.
 
@@ -92,6 +95,20 @@ def as_interactions(X, shape=None) -> Interactions:
     """
     if isinstance(X, Interactions):
         return X
+    if sp.issparse(X):
+        coo = sp.coo_matrix(X)
+        if shape is not None and tuple(shape) != coo.shape:
+            raise DataValidationError(
+                f"The interaction matrix has shape {coo.shape}; expected "
+                f"{tuple(shape)}."
+            )
+        if coo.nnz == 0:
+            raise DataValidationError("The interaction matrix has no nonzeros.")
+        coo.sum_duplicates()
+        values = _check_values(coo.data, coo.nnz)
+        return Interactions(
+            coo.row.astype(np.int64), coo.col.astype(np.int64), coo.shape, values
+        )
     if isinstance(X, ObservedEntries):
         if X.ndim != 2:
             raise DataValidationError(

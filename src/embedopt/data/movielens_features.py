@@ -1,4 +1,5 @@
-"""MovieLens-1M user and movie side features (``users.dat``, ``movies.dat``)."""
+"""MovieLens user and movie side features: ML-1M (``users.dat``, ``movies.dat``)
+and ML-100K (``u.user``, ``u.item``, ``u.occupation``), in one layout."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ GENRES_1M = (
     "Western",
 )
 _AGES = (1, 18, 25, 35, 45, 50, 56)
+_USER_FEATURES = ("gender", "age", "occupation", "zip")
 
 
 @dataclass
@@ -64,15 +66,71 @@ class MovieLensSideFeatures:
     cardinalities: dict
 
 
-def _lines(path):
+def _lines(path, sep: str = "::"):
     with open(path, encoding="latin-1") as fh:
-        return [ln.rstrip("\n").split("::") for ln in fh if ln.strip()]
+        return [ln.rstrip("\n").split(sep) for ln in fh if ln.strip()]
+
+
+def _age_group(age: int) -> int:
+    """The ML-1M age group (0..6) of an age in years (ML-100K gives years)."""
+    return int(np.searchsorted(_AGES, age, side="right") - 1) if age >= 1 else 0
+
+
+def _decade(year: int) -> int:
+    return int(np.clip(1 + (year - 1910) // 10, 1, 10))
+
+
+def _load_100k(path) -> MovieLensSideFeatures:
+    ratings = load_movielens("100k", path)
+    folder = find_dataset_dir("movielens-100k", ("u.user", "u.item"), path)
+    occupations = [ln[0] for ln in _lines(folder / "u.occupation", "|")]
+    users = {int(r[0]): r for r in _lines(folder / "u.user", "|")}
+    n_users = ratings.user_ids.size
+    feats = {name: np.zeros(n_users, np.int64) for name in _USER_FEATURES}
+    for k, uid in enumerate(ratings.user_ids.tolist()):
+        r = users.get(uid)
+        if r is None:
+            continue
+        feats["gender"][k] = 1 if r[2] == "M" else 0
+        feats["age"][k] = _age_group(int(r[1]))
+        feats["occupation"][k] = occupations.index(r[3]) if r[3] in occupations else 0
+        feats["zip"][k] = int(r[4][0]) + 1 if r[4][:1].isdigit() else 0
+    movies = {int(r[0]): r for r in _lines(folder / "u.item", "|")}
+    n_items = ratings.item_ids.size
+    genres = np.zeros((n_items, len(GENRES_1M)), np.float32)
+    decade = np.zeros(n_items, np.int64)
+    known = np.zeros(n_items, bool)
+    for k, mid in enumerate(ratings.item_ids.astype(np.int64).tolist()):
+        r = movies.get(mid)
+        if r is None:
+            continue
+        known[k] = True
+        # 19 flags: "unknown", then the 18 genres of ML-1M in the same order.
+        genres[k] = np.asarray(r[6:24], dtype=np.float32)
+        if r[2][-4:].isdigit():
+            decade[k] = _decade(int(r[2][-4:]))
+    return MovieLensSideFeatures(
+        ratings=ratings,
+        user_features=feats,
+        item_features=dict(genres=genres, decade=decade, known=known),
+        cardinalities=dict(
+            gender=2, age=7, occupation=max(len(occupations), 1), zip=11, decade=11
+        ),
+    )
 
 
 def load_movielens_side_features(
     path: str | os.PathLike | None = None,
+    *,
+    dataset: str = "1m",
 ) -> MovieLensSideFeatures:
-    """Load MovieLens-1M ratings together with ``users.dat`` and ``movies.dat``.
+    """Load MovieLens ratings together with their user and movie features.
+
+    ML-1M: ``users.dat`` and ``movies.dat``. ML-100K (``dataset="100k"``):
+    ``u.user``, ``u.item`` and ``u.occupation``, mapped to the same layout
+    (ages in years become ML-1M's 7 age groups; occupations are indexed in
+    ``u.occupation`` order, 21 of them; the "unknown" genre flag is dropped,
+    leaving ML-1M's 18 genres; the decade comes from the release date).
 
     With the official ``ratings.dat`` the item ids are MovieIDs. With the
     re-indexed ``ratings_user_itemidx_rating.csv`` copy, item index -> MovieID
@@ -82,7 +140,8 @@ def load_movielens_side_features(
     Parameters
     ----------
     path : path, optional
-        The ``movielens-1m`` folder or a data root containing it.
+        The dataset folder or a data root containing it.
+    dataset : {"1m", "100k"}
 
     Returns
     -------
@@ -91,8 +150,14 @@ def load_movielens_side_features(
     Raises
     ------
     FileNotFoundError
-        If ratings, ``users.dat`` or ``movies.dat`` are missing.
+        If ratings or the feature files are missing.
+    ValueError
+        For another ``dataset``.
     """
+    if dataset == "100k":
+        return _load_100k(path)
+    if dataset != "1m":
+        raise ValueError(f"dataset must be '1m' or '100k'; got {dataset!r}.")
     ratings = load_movielens("1m", path)
     folder = find_dataset_dir("movielens-1m", ("users.dat",), path)
     users = {int(r[0]): r for r in _lines(folder / "users.dat")}

@@ -9,7 +9,7 @@ import numpy as np
 from .._core import InvalidParameterError, resolve_random_state
 from .entries import ObservedEntries
 
-__all__ = ["kfold_entries", "split_entries"]
+__all__ = ["kfold_entries", "split_by_user", "split_entries"]
 
 
 def split_entries(
@@ -77,3 +77,59 @@ def kfold_entries(
         mask = np.ones(entries.nnz, dtype=bool)
         mask[test] = False
         yield entries.subset(mask), entries.subset(test)
+
+
+def split_by_user(
+    interactions,
+    fractions: Sequence[float] = (0.8, 0.2),
+    *,
+    random_state=None,
+) -> tuple:
+    """Split each user's interactions at random into disjoint parts.
+
+    The per-user protocol of implicit-feedback ranking: every user keeps
+    about ``fractions[0]`` of their pairs for training and the rest is
+    divided among the other parts, so each user with enough pairs is
+    evaluated (a global random split leaves light users out of the test
+    set). A user's ``c`` pairs go ``round(cumsum(fractions) * c)`` to each
+    part; a user with a single pair keeps it for training.
+
+    Parameters
+    ----------
+    interactions : Interactions, ObservedEntries, scipy.sparse matrix or tuple
+        See :func:`~embedopt.data.as_interactions`.
+    fractions : sequence of float
+        Positive, summing to 1.
+    random_state : None, int or numpy Generator
+
+    Returns
+    -------
+    tuple of Interactions
+        One per fraction, all with the shape of the input.
+    """
+    from .interactions import Interactions, as_interactions
+
+    data = as_interactions(interactions)
+    fr = np.asarray(fractions, dtype=float)
+    if fr.ndim != 1 or fr.size < 2 or (fr <= 0).any() or abs(fr.sum() - 1) > 1e-9:
+        raise InvalidParameterError(
+            "The 'fractions' parameter of split_by_user must be a sequence of at "
+            f"least two positive floats summing to 1. Got {tuple(fractions)!r}."
+        )
+    rng = resolve_random_state(random_state, "split_by_user").numpy
+    # Shuffle, then stable-sort by user: each user's pairs in random order.
+    perm = rng.permutation(len(data))
+    perm = perm[np.argsort(data.users[perm], kind="stable")]
+    users = data.users[perm]
+    starts = np.searchsorted(users, users, side="left")
+    counts = np.bincount(users, minlength=data.n_users)[users]
+    rank = np.arange(users.size) - starts  # position within the user's pairs
+    bounds = np.round(np.cumsum(fr)[:, None] * counts[None, :]).astype(np.int64)
+    bounds[0] = np.maximum(bounds[0], 1)  # a single pair stays in training
+    part = (rank[None, :] >= bounds).sum(0)
+    out = []
+    for p in range(fr.size):
+        sel = perm[part == p]
+        values = None if data.values is None else data.values[sel]
+        out.append(Interactions(data.users[sel], data.items[sel], data.shape, values))
+    return tuple(out)

@@ -4,6 +4,7 @@ tuples of tensors, in :mod:`embedopt.linalg.points`)."""
 
 from . import points
 from .cg import CGResult, cg
+from .diagonal import hutchinson_diagonal
 from .operators import DenseOperator, SparsePlusLowRank
 from .psd import embedding_from_gram, project_centered_psd, project_psd
 from .rotations import (
@@ -28,6 +29,7 @@ from .svd import (
     thin_svd,
     warm_start_basis,
 )
+from .topk import top_k_inner_products
 
 __all__ = [
     "CGResult",
@@ -44,6 +46,7 @@ __all__ = [
     "exact_svt",
     "givens_directional_derivatives",
     "givens_matrix",
+    "hutchinson_diagonal",
     "orthogonality_error",
     "orthonormalize",
     "partial_svd",
@@ -56,5 +59,6 @@ __all__ = [
     "shrink",
     "svt",
     "thin_svd",
+    "top_k_inner_products",
     "warm_start_basis",
 ]

@@ -8,14 +8,22 @@ from .label_retrieval import (
     retrieval_scores,
 )
 from .regression import accuracy, mae, nmse, nmse_lowrank, rmse
-from .retrieval import precision_at_k, quantization_distortion, recall_at_k
+from .retrieval import (
+    average_precision_at_k,
+    ndcg_at_k,
+    precision_at_k,
+    quantization_distortion,
+    recall_at_k,
+)
 
 __all__ = [
     "accuracy",
+    "average_precision_at_k",
     "label_precision_at_k",
     "label_recall_at_k",
     "mae",
     "mean_average_precision",
+    "ndcg_at_k",
     "nmse",
     "nmse_lowrank",
     "precision_at_k",

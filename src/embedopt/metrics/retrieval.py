@@ -6,7 +6,13 @@ import numpy as np
 
 from .._core import DataValidationError, to_numpy
 
-__all__ = ["precision_at_k", "quantization_distortion", "recall_at_k"]
+__all__ = [
+    "average_precision_at_k",
+    "ndcg_at_k",
+    "precision_at_k",
+    "quantization_distortion",
+    "recall_at_k",
+]
 
 
 def _relevant_sets(relevant, nq: int) -> list[np.ndarray]:
@@ -98,6 +104,78 @@ def precision_at_k(retrieved, relevant, k: int) -> float:
     """
     hits, _ = _hits(retrieved, relevant, k)
     return float(np.mean(hits / k))
+
+
+def _rank_hits(retrieved, relevant, k: int):
+    """0/1 matrix (n_queries, k): is the result at rank r relevant; and |rel|."""
+    _hits(retrieved, relevant, k)  # validates
+    top = np.asarray(to_numpy(retrieved))[:, :k]
+    rel = _relevant_sets(relevant, top.shape[0])
+    marks = np.zeros(top.shape, dtype=np.float64)
+    for q, (t, r) in enumerate(zip(top, rel, strict=True)):
+        # A repeated id counts once, at its first rank.
+        first = np.zeros(t.shape, dtype=bool)
+        _, where = np.unique(t, return_index=True)
+        first[where] = True
+        marks[q] = np.isin(t, r) & first & (t >= 0)
+    sizes = np.array([np.unique(r).size for r in rel], dtype=np.float64)
+    return marks, sizes
+
+
+def ndcg_at_k(retrieved, relevant, k: int) -> float:
+    """Mean normalized discounted cumulative gain of the top k (binary relevance).
+
+    ``DCG = sum_{r <= k} rel_r / log2(r + 1)``, divided by the DCG of an
+    ideal ranking (the ``min(k, |rel(q)|)`` relevant items first); averaged
+    over queries with at least one relevant item.
+
+    Parameters
+    ----------
+    retrieved : array-like of int, shape (n_queries, n_results)
+    relevant
+        As in :func:`recall_at_k`.
+    k : int
+
+    Returns
+    -------
+    float
+    """
+    marks, sizes = _rank_hits(retrieved, relevant, k)
+    ok = sizes > 0
+    if not ok.any():
+        raise DataValidationError("No query has a relevant item.")
+    discount = 1.0 / np.log2(np.arange(2, marks.shape[1] + 2))
+    dcg = marks @ discount
+    cum = np.concatenate([[0.0], np.cumsum(discount)])
+    ideal = cum[np.minimum(sizes, marks.shape[1]).astype(int)]
+    return float(np.mean(dcg[ok] / ideal[ok]))
+
+
+def average_precision_at_k(retrieved, relevant, k: int) -> float:
+    """Mean average precision of the top k (MAP@k).
+
+    ``AP@k(q) = sum_{r <= k} P@r(q) rel_r / min(k, |rel(q)|)``, averaged
+    over queries with at least one relevant item.
+
+    Parameters
+    ----------
+    retrieved : array-like of int, shape (n_queries, n_results)
+    relevant
+        As in :func:`recall_at_k`.
+    k : int
+
+    Returns
+    -------
+    float
+    """
+    marks, sizes = _rank_hits(retrieved, relevant, k)
+    ok = sizes > 0
+    if not ok.any():
+        raise DataValidationError("No query has a relevant item.")
+    ranks = np.arange(1, marks.shape[1] + 1)
+    prec = np.cumsum(marks, axis=1) / ranks
+    ap = (prec * marks).sum(1) / np.maximum(np.minimum(sizes, marks.shape[1]), 1)
+    return float(np.mean(ap[ok]))
 
 
 def quantization_distortion(X, X_hat) -> float:

@@ -16,6 +16,7 @@ from .accelerated import (
     ProximalProblem,
     accelerated_proximal_gradient,
 )
+from .descent import ARMIJO_GD_CONSTRAINTS, armijo_gradient_descent
 from .finite_sum import FiniteSum
 from .givens import (
     PAIR_SELECTIONS,
@@ -56,6 +57,7 @@ from .step_sizes import (
 from .svrg import SVRG_CONSTRAINTS, svrg
 
 __all__ = [
+    "ARMIJO_GD_CONSTRAINTS",
     "CONTINUATIONS",
     "GD_CONSTRAINTS",
     "LBFGS_CONSTRAINTS",
@@ -97,6 +99,7 @@ __all__ = [
     "SteepestMatching",
     "accelerated_proximal_gradient",
     "armijo_backtracking",
+    "armijo_gradient_descent",
     "get_pair_selection",
     "givens_step",
     "gradient_descent",

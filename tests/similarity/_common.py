@@ -1,0 +1,122 @@
+"""Tiny all-pairs problems and their naive O(mn) reference objective."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from embedopt.data import as_side_features
+from embedopt.nn import EmbeddingTower, HybridTower, MLPTower
+from embedopt.similarity import AllPairsObjective
+
+M, N, K = 7, 5, 3
+
+
+def towers(kind="mlp", dtype=torch.float64, seed=0, k=K):
+    """A (user, item) tower pair of a tiny problem."""
+    g = torch.Generator().manual_seed(seed)
+    if kind == "table":
+        return (
+            EmbeddingTower(M, k, std=0.5, generator=g, dtype=dtype),
+            EmbeddingTower(N, k, std=0.5, generator=g, dtype=dtype),
+        )
+    fu = as_side_features({"a": [0, 1, 2, 0, 1, 2, 0]}, M, "user")
+    # Off zero: a zero input with zero biases sits on the ReLU kink.
+    fv = as_side_features({"d": np.linspace(-1, 1, N)[:, None] + 0.1}, N, "item")
+    if kind == "hybrid":
+        return (
+            HybridTower(M, k, fu, hidden=4, normalize=True, generator=g, dtype=dtype),
+            HybridTower(N, k, fv, hidden=4, normalize=True, generator=g, dtype=dtype),
+        )
+    return (
+        MLPTower(fu, k, hidden=4, normalize=False, generator=g, dtype=dtype),
+        MLPTower(fv, k, hidden=4, normalize=False, generator=g, dtype=dtype),
+    )
+
+
+def problem(seed=0, loss="square", density=0.4):
+    """Observed pairs, labels (±1 for logistic), weights and imputation factors."""
+    rng = np.random.default_rng(seed)
+    mask = rng.random((M, N)) < density
+    mask[0, 0] = mask[M - 1, N - 1] = True
+    r, c = np.nonzero(mask)
+    y = rng.normal(size=r.size)
+    if loss == "logistic":
+        y = np.where(y > 0, 1.0, -1.0)
+    return dict(
+        mask=mask,
+        pairs=(r, c, y),
+        a=rng.random(M) + 0.5,
+        b=rng.random(N) + 0.5,
+        tilde=(rng.normal(size=(M, 2)), rng.normal(size=(N, 2))),
+    )
+
+
+def embed(obj, params):
+    """P, Q as differentiable functions of the point (the reference path)."""
+    xu, xv = obj.split(params)
+    out = []
+    for side, xs in zip(obj.sides, (xu, xv), strict=True):
+        out.append(
+            torch.func.functional_call(
+                side.tower, dict(zip(side.names, xs, strict=True)), (side.inputs,)
+            )
+        )
+    return out
+
+
+def naive_value(obj, prob, params, *, loss, omega, lam, imputed, imputation):
+    """The objective from the dense m x n matrices (eq. 5 + 7 or the all-pairs form)."""
+    P, Q = embed(obj, params)
+    Yhat = P @ Q.T
+    mask = torch.as_tensor(prob["mask"])
+    Y = torch.zeros(M, N, dtype=Yhat.dtype)
+    r, c, y = prob["pairs"]
+    Y[r, c] = torch.as_tensor(y, dtype=Yhat.dtype)
+    if loss == "square":
+        lo = 0.5 * (Y - Yhat) ** 2
+    else:
+        lo = torch.nn.functional.softplus(-Y * Yhat)
+    if isinstance(imputation, tuple):
+        Yt = torch.as_tensor(imputation[0] @ imputation[1].T, dtype=Yhat.dtype)
+    else:
+        Yt = torch.full_like(Yhat, float(imputation))
+    W = torch.as_tensor(np.outer(prob["a"], prob["b"]), dtype=Yhat.dtype)
+    imp = 0.5 * omega * W * (Yt - Yhat) ** 2
+    if imputed == "unobserved":
+        total = torch.where(mask, lo, imp).sum()
+    else:
+        total = (lo * mask).sum() + imp.sum()
+    return total + 0.5 * lam * sum((p**2).sum() for p in params)
+
+
+def make(
+    kind="mlp",
+    loss="square",
+    imputed="unobserved",
+    omega=0.7,
+    lam=0.1,
+    imputation="factors",
+    dtype=torch.float64,
+    chunk_size=None,
+    seed=0,
+):
+    """(objective, problem, reference kwargs) of one configuration."""
+    prob = problem(seed, loss)
+    imp = prob["tilde"] if imputation == "factors" else imputation
+    ut, it = towers(kind, dtype, seed)
+    obj = AllPairsObjective(
+        ut,
+        it,
+        prob["pairs"],
+        loss=loss,
+        omega=omega,
+        user_weights=prob["a"],
+        item_weights=prob["b"],
+        imputation=imp,
+        imputed=imputed,
+        lam=lam,
+        chunk_size=chunk_size,
+    )
+    ref = dict(loss=loss, omega=omega, lam=lam, imputed=imputed, imputation=imp)
+    return obj, prob, ref
