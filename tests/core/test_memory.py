@@ -16,6 +16,7 @@ from embedopt._core import (
     format_bytes,
     memory,
 )
+from tests.conftest import requires_cuda
 
 
 @pytest.mark.parametrize(
@@ -56,3 +57,17 @@ def test_an_explicit_infinite_bound_admits_infinity_when_closed():
     assert Interval(float, 0, math.inf, closed="both").is_satisfied_by(math.inf)
     assert not Interval(float, 0, math.inf, closed="left").is_satisfied_by(math.inf)
     assert Interval(float, 0, None).is_satisfied_by(1e308)
+
+
+@pytest.mark.gpu
+@requires_cuda
+@pytest.mark.filterwarnings("ignore::embedopt.DataWarning")  # the stray index
+def test_cuda_sizes_are_checked_against_the_gpu_memory():
+    from embedopt.completion import MatrixCompletion
+
+    cuda = torch.device("cuda")
+    total = device_memory(cuda)
+    assert total == torch.cuda.get_device_properties(cuda).total_memory
+    rows = np.array([0, 1, 2**34])  # 1 TiB of state: more than any GPU holds
+    with pytest.raises(DataValidationError, match="of the cuda device"):
+        MatrixCompletion(1.0, device="cuda").fit((rows, [0, 1, 2], [1.0, 2, 3]))
