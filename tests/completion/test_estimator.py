@@ -125,3 +125,52 @@ def test_default_centering_follows_the_loss():
     assert model.centering_.center == "none" and model.score(data) > 0.9
     square = MatrixCompletion(lam=1.0, random_state=0).fit(prob.observed)
     assert square.centering_.center == "both"
+
+
+# -- sizes that cannot fit, stray indices, infinite lambda (issue 14) ----------------
+def _entries_with_row(big):
+    rng = np.random.default_rng(0)
+    lin = np.unique(rng.integers(0, 50 * 50, 300))
+    rows, cols = lin // 50, lin % 50
+    rows[-1] = big
+    return rows, cols, rng.normal(size=rows.size)
+
+
+@pytest.mark.filterwarnings("ignore::embedopt.DataWarning")  # the stray index
+def test_an_index_of_2_to_the_40_is_refused_naming_the_size():
+    with pytest.raises(DataValidationError) as exc:
+        MatrixCompletion(1.0).fit(_entries_with_row(2**40))
+    text = str(exc.value)
+    assert "1099511627777 x 50 matrix" in text and "TiB" in text
+    assert "shape=" in text and "np.unique" in text
+
+
+def test_a_shape_larger_than_memory_is_refused_before_any_work(monkeypatch):
+    from embedopt._core import memory
+
+    monkeypatch.setattr(memory, "device_memory", lambda device: 16 * 2**30)
+    rows, cols, vals = _entries_with_row(3)
+    with pytest.raises(DataValidationError, match=r"2147483648 x 50 matrix.*128\.0"):
+        MatrixCompletion(1.0).fit((rows, cols, vals), shape=(2**31, 50))
+
+
+def test_a_stray_index_warns_about_the_inferred_shape():
+    from embedopt import DataWarning
+
+    model = MatrixCompletion(1.0, max_iter=2, random_state=0, device="cpu")
+    with pytest.warns(DataWarning, match="inferred size is 10001,"):
+        model.fit(_entries_with_row(10_000))
+    assert model.shape_ == (10_001, 50)
+
+
+@pytest.mark.parametrize("lam", [np.inf, float("inf")])
+def test_infinite_lambda_is_refused_at_the_parameter_check(lam):
+    with pytest.raises(InvalidParameterError, match=r"'lam' parameter.*Got inf"):
+        MatrixCompletion(lam).fit(_entries_with_row(3))
+
+
+def test_a_lambda_beyond_float32_shrinks_everything_to_zero():
+    # the threshold 1e300 does not fit in float32: torch refused to convert it
+    model = MatrixCompletion(1e300, max_iter=3, random_state=0, device="cpu")
+    model.fit(_entries_with_row(3))
+    assert model.rank_ == 0

@@ -114,6 +114,8 @@ def test_shrink_scalar_and_weights():
     torch.testing.assert_close(
         shrink(s, torch.tensor([0.0, 1.0])), torch.tensor([5.0, 2.0, 0.0])
     )
+    # a threshold beyond float32's range shrinks everything (no overflow error)
+    torch.testing.assert_close(shrink(s, 1e300), torch.zeros(3))
 
 
 @pytest.mark.parametrize("method", ["arpack", "subspace", "dense"])

@@ -199,3 +199,11 @@ def test_invalid_parameters_use_the_one_message_shape():
         svrg(prob, x0, output="best")
     with pytest.raises(InvalidParameterError, match="'decay'"):
         sgd(prob, x0, decay=-1.0)
+
+
+def test_clip_batch_size():
+    from embedopt.optim.finite_sum import clip_batch_size
+
+    assert clip_batch_size(5, 5, "S") == 5
+    with pytest.warns(UserWarning, match="S: batch_size=9 exceeds the 5 samples"):
+        assert clip_batch_size(9, 5, "S") == 5

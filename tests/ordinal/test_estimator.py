@@ -3,7 +3,12 @@
 import numpy as np
 import pytest
 
-from embedopt._core import DataValidationError, InvalidParameterError, NotFittedError
+from embedopt._core import (
+    ConvergenceWarning,
+    DataValidationError,
+    InvalidParameterError,
+    NotFittedError,
+)
 from embedopt.data import ComparisonWarning, make_planted_embedding
 from embedopt.metrics import triplet_error
 from embedopt.ordinal import OrdinalEmbedding
@@ -126,3 +131,61 @@ def test_loss_parameters_reach_the_loss(prob):
     assert _model(loss="tste").fit(prob.train).loss_.alpha == 1.0
     assert _model(loss="tste", alpha=4.0).fit(prob.train).loss_.alpha == 4.0
     assert _model(loss="soe", margin=0.2).fit(prob.train).loss_.margin == 0.2
+
+
+# -- sizes, degenerate starts, batches (issue 14) ----------------------------------
+@pytest.mark.filterwarnings("ignore::embedopt.DataWarning")  # the stray index
+def test_an_index_of_2_to_the_40_is_refused_naming_the_size(prob):
+    T = np.r_[prob.train.indices[:-1], [[0, 1, 2**40]]]
+    with pytest.raises(DataValidationError, match="1099511627777 objects in 2 dim"):
+        _model().fit(T)
+
+
+def test_n_objects_larger_than_memory_is_refused(prob, monkeypatch):
+    from embedopt._core import memory
+
+    monkeypatch.setattr(memory, "device_memory", lambda device: 16 * 2**30)
+    with pytest.raises(DataValidationError, match=r"2147483648 objects.*GiB"):
+        _model().fit(prob.train, n_objects=2**31)
+
+
+def test_a_stray_index_warns(prob):
+    from embedopt import DataWarning
+
+    T = np.r_[prob.train.indices[:-1], [[0, 1, 20_000]]]
+    with pytest.warns(DataWarning, match="inferred size is 20001,"):
+        m = _model(max_iter=1).fit(T)
+    assert m.n_objects_ == 20_001
+
+
+@pytest.mark.parametrize("init", [np.zeros((30, 2)), np.ones((30, 2))])
+def test_an_init_with_all_rows_equal_is_refused(prob, init):
+    with pytest.raises(DataValidationError, match=r"rows equal.*saddle.*init=None"):
+        _model().fit(prob.train, init=init)
+    for solver in ("sgd", "gd", "svrg_sbb_pl"):
+        with pytest.raises(DataValidationError, match="saddle"):
+            _model(solver=solver).fit(prob.train, init=init)
+
+
+def test_the_convex_solver_starts_from_zero(prob):
+    m = _model(solver="cvx", max_iter=5).fit(prob.train, init=np.zeros((30, 2)))
+    assert m.score(prob.test) > 0.7
+
+
+def test_a_batch_larger_than_the_epoch_is_clipped_with_a_warning(prob):
+    with pytest.warns(UserWarning, match="batch_size=1000000 exceeds the 2000"):
+        m = _model(batch_size=10**6).fit(prob.train)
+    assert np.isfinite(m.embedding_).all() and m.score(prob.test) > 0.9
+
+
+@pytest.mark.parametrize("solver", ["svrg_sbb", "svrg_sbb_pl", "svrg", "sgd", "gd"])
+def test_a_single_triplet_is_fitted_without_warnings(solver):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # the default b is capped quietly
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m = _model(solver=solver).fit([[0, 1, 2]])
+    E = m.embedding_
+    assert np.isfinite(E).all()
+    assert ((E[0] - E[1]) ** 2).sum() < ((E[0] - E[2]) ** 2).sum()

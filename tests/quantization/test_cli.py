@@ -24,7 +24,12 @@ def test_quantize_reads_npy_and_rejects_unknown_methods(capsys, tmp_path):
     argv = ["quantize", "--data", str(tmp_path / "x.npy"), "-K", "8", "--iters", "2"]
     assert main([*argv, "--methods", "gcd-s,cayley"]) == 0
     assert "gcd-s" in capsys.readouterr().out
-    assert main([*argv, "--methods", "svd"]) == 2
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:  # refused while parsing, before any fit
+        main([*argv, "--methods", "svd"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown method(s) svd" in err
 
 
 def test_quantize_help(capsys):

@@ -144,3 +144,35 @@ def test_estimator_accepts_both_spellings_and_reports_a_callback_stop():
         random_state=1, device="cpu", callback=lambda s: True, **SMALL
     ).fit((u, i))
     assert stopped.stop_reason_ == "callback" and stopped.n_iter_ == 1
+
+
+@pytest.mark.filterwarnings("ignore::embedopt.DataWarning")  # the stray index
+def test_an_index_of_2_to_the_40_is_refused_naming_the_size():
+    u, i = _pairs()
+    u = u.copy()
+    u[-1] = 2**40
+    with pytest.raises(DataValidationError, match="1099511627777 users and 12 items"):
+        TwoTowerRetrieval(random_state=0, device="cpu", **SMALL).fit((u, i))
+    with pytest.raises(DataValidationError, match="1099511627777 users"):
+        train_two_tower_index((u, i), **SMALL)
+
+
+def test_float32_and_float64_start_from_the_same_towers():
+    # Their recommendations differ later because training amplifies rounding
+    # (documented in TwoTowerRetrieval's Notes), not because they start apart.
+    u, i = _pairs()
+    states = [
+        train_two_tower_index(
+            (u, i),
+            random_state=0,
+            device="cpu",
+            dtype=dt,
+            **{**SMALL, "warmup_steps": 0},
+        ).info["warm_state"]
+        for dt in ("float32", "float64")
+    ]
+    for tower in ("user_tower", "item_tower"):
+        for name, w32 in states[0][tower].items():
+            w64 = states[1][tower][name]
+            assert w32.dtype == torch.float32 and w64.dtype == torch.float64
+            torch.testing.assert_close(w32.double(), w64, rtol=0, atol=0)

@@ -7,6 +7,7 @@ from .device import resolve_device, resolve_dtype, to_numpy
 from .exceptions import (
     ConvergenceWarning,
     DataValidationError,
+    DataWarning,
     DeviceUnavailableError,
     EmbedoptError,
     InvalidParameterError,
@@ -14,6 +15,7 @@ from .exceptions import (
     NumericalInstabilityError,
 )
 from .log import get_logger
+from .memory import check_memory, device_memory, format_bytes
 from .random import RandomState, resolve_random_state
 from .registry import Registry, canonical_name
 from .validation import (
@@ -29,6 +31,7 @@ __all__ = [
     "BaseEstimator",
     "ConvergenceWarning",
     "DataValidationError",
+    "DataWarning",
     "DeviceUnavailableError",
     "EmbedoptError",
     "FitContext",
@@ -42,8 +45,11 @@ __all__ = [
     "Registry",
     "canonical_name",
     "check_is_fitted",
+    "check_memory",
     "check_param",
     "clone",
+    "device_memory",
+    "format_bytes",
     "get_logger",
     "renamed_parameters",
     "resolve_device",

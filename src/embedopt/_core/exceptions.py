@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "ConvergenceWarning",
     "DataValidationError",
+    "DataWarning",
     "DeviceUnavailableError",
     "EmbedoptError",
     "InvalidParameterError",
@@ -54,3 +55,11 @@ class NumericalInstabilityError(EmbedoptError, FloatingPointError):
 
 class ConvergenceWarning(UserWarning):
     """A solver hit its iteration budget before meeting its tolerance."""
+
+
+class DataWarning(UserWarning):
+    """Input data are usable but look wrong.
+
+    For example, one stray index far above all others inflates a shape
+    inferred as ``max index + 1``, and with it the memory and time of a fit.
+    """

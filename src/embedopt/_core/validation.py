@@ -42,7 +42,10 @@ class Interval:
     kind : {int, float}
         ``int`` admits integers only (bools excluded); ``float`` admits any real.
     left, right : float or None
-        Bounds; None means unbounded.
+        Bounds; None means unbounded, and then infinite values are outside
+        (the message reads ``[0, inf)``): no weight, step or tolerance is
+        meaningful at infinity. Pass ``math.inf`` with a closed side to admit
+        it.
     closed : {"both", "left", "right", "neither"}
         Which bounds belong to the interval.
     """
@@ -65,6 +68,8 @@ class Interval:
             return False
         value = float(value)
         if math.isnan(value):
+            return False
+        if math.isinf(value) and (self.left if value < 0 else self.right) is None:
             return False
         if self.left is not None:
             if self.closed in ("both", "left"):

@@ -1,54 +1,316 @@
-"""Pieces every ``embedopt`` command shares: options, CSV reading, fit timing,
-row selection of the printed tables, warnings and the JSON report."""
+"""Pieces every ``embedopt`` command shares: checked option types, the data,
+run and output options, CSV reading, fit timing, row selection of the printed
+tables, warnings, plots and the JSON report.
+
+A command module builds its options from these helpers and gets, without
+code of its own: values checked at parse time (a one-line error naming the
+option), ``--data`` names checked against the built-in datasets and existing
+files, and output files (``--json``, ``--plot``) whose folder is checked
+before any work. Errors found later are raised as :class:`CommandError` (or
+the library's own exceptions); :func:`embedopt.cli.main` turns them into one
+``embedopt: error: ...`` line and exit status 2.
+"""
 
 from __future__ import annotations
 
+import argparse
+import difflib
 import json
+import math
+import os
 import sys
 import time
 import warnings
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 
 
-def add_data_options(p, datasets, extra: str = "a CSV path") -> None:
-    """``--data`` (a named dataset or a file) and ``--data-dir``."""
+class CommandError(Exception):
+    """A problem with what the user asked for, found after parsing.
+
+    :func:`embedopt.cli.main` prints its message as one
+    ``embedopt: error: ...`` line and exits with status 2.
+    """
+
+
+# -- option types: checked at parse time ------------------------------------------
+def _number(kind, text: str):
+    try:
+        value = kind(text)
+    except ValueError:
+        noun = "an integer" if kind is int else "a number"
+        raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+    if kind is float and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def int_type(minimum: int = 1, maximum: int | None = None):
+    """An argparse ``type`` for an int in ``[minimum, maximum]``.
+
+    Parameters
+    ----------
+    minimum : int
+    maximum : int, optional
+
+    Returns
+    -------
+    callable
+        ``str -> int``; raises ``argparse.ArgumentTypeError`` naming the
+        admissible range.
+    """
+
+    def parse(text: str) -> int:
+        value = _number(int, text)
+        if value < minimum or (maximum is not None and value > maximum):
+            upper = "" if maximum is None else f" and <= {maximum}"
+            raise argparse.ArgumentTypeError(
+                f"expected an integer >= {minimum}{upper}, got {text!r}"
+            )
+        return value
+
+    parse.__name__ = "int"  # argparse names the type in some messages
+    return parse
+
+
+def float_type(minimum: float = 0.0, *, strict: bool = False, auto: bool = False):
+    """An argparse ``type`` for a finite float ``>= minimum`` (``>`` if strict).
+
+    Parameters
+    ----------
+    minimum : float
+    strict : bool
+        Exclude ``minimum`` itself.
+    auto : bool
+        Also accept the word ``auto`` (returned as the string ``"auto"``).
+
+    Returns
+    -------
+    callable
+        ``str -> float | "auto"``.
+    """
+
+    def parse(text: str):
+        if auto and text.strip().lower() == "auto":
+            return "auto"
+        value = _number(float, text)
+        if value < minimum or (strict and value == minimum):
+            sign = ">" if strict else ">="
+            alt = " or 'auto'" if auto else ""
+            raise argparse.ArgumentTypeError(
+                f"expected a number {sign} {minimum:g}{alt}, got {text!r}"
+            )
+        return value
+
+    parse.__name__ = "float"
+    return parse
+
+
+def existing_dir(text: str) -> str:
+    """An argparse ``type`` for a folder that must exist (``--data-dir``)."""
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"folder {text!r} does not exist")
+    return str(path)
+
+
+def device_type(text: str) -> str:
+    """An argparse ``type`` for ``--device``: a valid and available device.
+
+    Asking for CUDA where there is none fails here, before any data is read.
+    """
+    from .._core import EmbedoptError, resolve_device
+
+    try:
+        resolve_device(text)
+    except EmbedoptError as exc:
+        raise argparse.ArgumentTypeError(" ".join(str(exc).split())) from None
+    return text
+
+
+def output_file(kind: str = "file"):
+    """An argparse ``type`` for a file the command will write.
+
+    The folder must exist and be writable and the path must not be a folder,
+    so a typo is reported before the fit rather than after it. ``kind="plot"``
+    also checks that matplotlib can write the file's format.
+
+    Parameters
+    ----------
+    kind : {"file", "plot"}
+
+    Returns
+    -------
+    callable
+        ``str -> str`` (the path as given).
+    """
+
+    def parse(text: str) -> str:
+        path = Path(text).expanduser()
+        folder = path.parent
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text!r} is a folder, not a file name")
+        if not folder.is_dir():
+            raise argparse.ArgumentTypeError(
+                f"cannot write {text!r}: folder '{folder}' does not exist"
+            )
+        if not os.access(folder, os.W_OK):
+            raise argparse.ArgumentTypeError(
+                f"cannot write {text!r}: folder '{folder}' is not writable"
+            )
+        if kind == "plot":
+            formats = plot_formats()
+            suffix = path.suffix.lower().lstrip(".")
+            if suffix not in formats:
+                raise argparse.ArgumentTypeError(
+                    f"cannot draw {text!r}: unknown image format "
+                    f"{path.suffix or '(no extension)'}; use one of "
+                    f"{', '.join('.' + f for f in sorted(formats))}"
+                )
+        return str(path)
+
+    parse.__name__ = "path"
+    return parse
+
+
+def plot_formats() -> set[str]:
+    """File extensions matplotlib can write (png, pdf, svg...)."""
+    from matplotlib.figure import Figure
+
+    return set(Figure().canvas.get_supported_filetypes())
+
+
+def data_source(datasets, files: str):
+    """An argparse ``type`` for ``--data``: a built-in dataset name or a file.
+
+    A value that is neither a built-in name nor an existing file is an error
+    that lists the built-in names (and the closest one, for a typo), instead
+    of being read as a missing file after the imports.
+
+    Parameters
+    ----------
+    datasets : sequence of str
+        Built-in names.
+    files : str
+        What a file may be, for the message (e.g. ``"a CSV file"``).
+
+    Returns
+    -------
+    callable
+        ``str -> str``.
+    """
+
+    def parse(text: str) -> str:
+        if text in datasets:
+            return text
+        path = Path(text).expanduser()
+        if path.is_file():
+            return str(path)
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is a folder; give {files} or one of the built-in "
+                f"datasets: {', '.join(datasets)}"
+            )
+        close = difflib.get_close_matches(text.lower(), datasets, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither a built-in dataset nor an existing file{hint}; "
+            f"built-in datasets: {', '.join(datasets)}; or give {files}"
+        )
+
+    parse.__name__ = "dataset"
+    return parse
+
+
+# -- option groups -------------------------------------------------------------------
+def add_data_options(p, datasets, files: str = "a CSV file") -> None:
+    """``--data`` (a built-in dataset or a file) and ``--data-dir``."""
     p.add_argument(
         "--data",
-        default="synthetic",
-        help=f"one of {', '.join(datasets)}, or {extra} (default: synthetic)",
+        default=datasets[0],
+        type=data_source(datasets, files),
+        metavar="NAME|FILE",
+        help=f"one of {', '.join(datasets)}, or {files}",
     )
+    add_data_dir_option(p)
+
+
+def add_data_dir_option(p) -> None:
+    """``--data-dir``: the dataset root (default ``$EMBEDOPT_DATA``)."""
     p.add_argument(
-        "--data-dir", default=None, help="dataset root (default: $EMBEDOPT_DATA)"
+        "--data-dir",
+        default=None,
+        type=existing_dir,
+        metavar="DIR",
+        help="root folder of the built-in datasets (default: $EMBEDOPT_DATA)",
     )
 
 
-def add_run_options(p, unit: str) -> None:
-    """Options every command shares: tolerance, seed, device, dtype, output."""
-    p.add_argument("--tol", type=float, default=1e-4)
-    p.add_argument("--seed", type=int, default=0)
+def add_run_options(p, unit: str, plot: str = "the convergence plot") -> None:
+    """Options every fitting command shares: tolerance, seed, device, dtype,
+    table rows, and the output files (``--json``, ``--plot`` drawing ``plot``)."""
+    p.add_argument(
+        "--tol",
+        type=float_type(0.0),
+        default=1e-4,
+        help="relative change that stops the solver",
+    )
+    add_seed_option(p)
     add_device_option(p)
-    p.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    p.add_argument(
+        "--dtype",
+        default="float32",
+        choices=["float32", "float64"],
+        help="floating-point precision of the fit",
+    )
     p.add_argument(
         "--every",
-        type=int,
+        type=int_type(0),
         default=0,
-        help=f"print every N-th {unit} (default: about 15 rows)",
+        metavar="N",
+        help=f"print every N-th {unit}; 0 prints about 15 rows",
     )
-    add_json_option(p)
+    add_output_options(p, plot)
+
+
+def add_seed_option(p) -> None:
+    """``--seed``: the random seed of data generation, splits and the fit."""
+    p.add_argument(
+        "--seed", type=int_type(0), default=0, help="random seed (data, splits, fit)"
+    )
 
 
 def add_device_option(p) -> None:
     """``--device``: the CLI runs on the CPU unless told otherwise."""
-    p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
+    p.add_argument(
+        "--device",
+        default="cpu",
+        type=device_type,
+        help="cpu, cuda, cuda:N or auto (CUDA when available)",
+    )
 
 
-def add_json_option(p) -> None:
-    """``--json FILE``: also write the results as JSON."""
-    p.add_argument("--json", default=None, help="also write the results to this file")
+def add_output_options(p, plot: str = "the convergence plot") -> None:
+    """``--json FILE`` and ``--plot FILE``, both checked before the fit."""
+    p.add_argument(
+        "--json",
+        default=None,
+        type=output_file(),
+        metavar="FILE",
+        help="also write the results to this JSON file",
+    )
+    p.add_argument(
+        "--plot",
+        default=None,
+        type=output_file("plot"),
+        metavar="FILE",
+        help=f"draw {plot} into this image file (.png, .pdf, .svg...)",
+    )
 
 
+# -- reading data --------------------------------------------------------------------
 def header_lines(path) -> int:
     """1 when the first line of a CSV file is a header (not all numbers), else 0."""
     with open(path) as fh:
@@ -60,17 +322,57 @@ def header_lines(path) -> int:
         return 1
 
 
-def load_csv(path) -> np.ndarray:
-    """The numeric rows of a CSV file (header allowed, ``#`` comments skipped)."""
-    return np.loadtxt(
-        path,
-        delimiter=",",
-        ndmin=2,
-        comments="#",
-        skiprows=header_lines(path),
-    )
+def load_csv(path, columns=None, layout: str = "") -> np.ndarray:
+    """The numeric rows of a CSV file (header allowed, ``#`` comments skipped).
+
+    Parameters
+    ----------
+    path : str
+    columns : sequence of int, optional
+        Admissible numbers of columns.
+    layout : str
+        The expected line layout, for messages (e.g. ``"row,col,value"``).
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n_rows, n_columns)
+
+    Raises
+    ------
+    CommandError
+        When the file is not a CSV of numbers, is empty, or has another
+        number of columns.
+    """
+    want = f" (expected lines '{layout}')" if layout else ""
+    try:
+        with warnings.catch_warnings():
+            # an empty file is reported below, not as numpy's UserWarning
+            warnings.simplefilter("ignore", UserWarning)
+            raw = np.loadtxt(
+                path,
+                delimiter=",",
+                ndmin=2,
+                comments="#",
+                skiprows=header_lines(path),
+            )
+    except UnicodeDecodeError:
+        raise CommandError(f"{path} is not a text (CSV) file{want}") from None
+    except ValueError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CommandError(
+            f"cannot read {path} as CSV numbers{want}: {reason}"
+        ) from None
+    if raw.size == 0:
+        raise CommandError(f"{path} has no data lines{want}")
+    if columns is not None and raw.shape[1] not in columns:
+        raise CommandError(
+            f"{path} has {raw.shape[1]} column(s) per line{want or ''}; expected "
+            f"{' or '.join(map(str, columns))}"
+        )
+    return raw
 
 
+# -- fitting, warnings, tables --------------------------------------------------------
 @contextmanager
 def recording_warnings():
     """Record every ConvergenceWarning raised inside the block into a list.
@@ -86,27 +388,86 @@ def recording_warnings():
 
 
 def fit_recording(fit, *args, **kwargs):
-    """Run ``fit(*args, **kwargs)``; return (seconds, ConvergenceWarnings caught)."""
+    """Run ``fit(*args, **kwargs)``; return (seconds, warnings caught)."""
     t0 = time.perf_counter()
     with recording_warnings() as caught:
         fit(*args, **kwargs)
     return time.perf_counter() - t0, caught
 
 
+def warning_line(message) -> str:
+    """A warning as the one line the command prints on stderr."""
+    return f"embedopt: warning: {' '.join(str(message).split())}"
+
+
 def report_warnings(caught) -> None:
-    """Print the recorded warnings on stderr."""
+    """Print the recorded warnings on stderr, one line each, without repeats."""
+    seen = set()
     for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+        line = warning_line(w.message)
+        if line not in seen:
+            seen.add(line)
+            print(line, file=sys.stderr)
 
 
 def table_rows(n: int, every: int, default_rows: int = 15) -> list[int]:
     """Indices of the rows to print: every ``every``-th one and always the last."""
+    if n <= 0:
+        return []
     step = every or max(1, n // default_rows)
     return sorted(set(range(0, n, step)) | {n - 1})
 
 
+# -- outputs ---------------------------------------------------------------------------
 def write_json(path, out: dict) -> None:
-    """Write ``out`` to ``path`` when ``--json`` was given."""
+    """Write ``out`` to ``path`` when ``--json`` was given, and say where."""
     if path:
         with open(path, "w") as fh:
-            json.dump(out, fh, indent=2)
+            json.dump(out, fh, indent=2, default=_jsonable)
+        print(f"results written to {path}")
+
+
+def _jsonable(x):
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"cannot write a {type(x).__name__} to JSON")
+
+
+def save_plot(path, draw, panels: int = 1) -> None:
+    """Draw a figure of ``panels`` side-by-side axes into ``path``, and say where.
+
+    Parameters
+    ----------
+    path : str or None
+        The ``--plot`` file; nothing happens when it is None.
+    draw : callable
+        ``draw(axes)`` fills the list of matplotlib axes.
+    panels : int
+    """
+    if not path:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display needed
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 4), squeeze=False)
+    try:
+        draw(list(axes[0]))
+        fig.tight_layout()
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+    print(f"plot written to {path}")
+
+
+def plot_convergence(ax, x, y, *, xlabel="time (s)", ylabel="objective", title=""):
+    """One convergence curve (log scale when the values are positive)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    ax.plot(x, y, marker="." if len(x) < 40 else None)
+    if y.size and np.all(y > 0) and y.max() > 10 * y.min():
+        ax.set_yscale("log")
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    ax.grid(alpha=0.3)

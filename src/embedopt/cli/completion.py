@@ -5,18 +5,26 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import (
+    CommandError,
     add_data_options,
     add_run_options,
     fit_recording,
+    float_type,
+    int_type,
     load_csv,
+    plot_convergence,
     recording_warnings,
     report_warnings,
+    save_plot,
     table_rows,
     write_json,
 )
 
 _DATASETS = ("synthetic", "movielens-100k", "movielens-1m", "movielens-latest-small")
 _SOLVER_CHOICES = ["ais_impute", "ais_impute_exact", "soft_impute", "apg"]
+_BINARY_LOSSES = ("logistic", "squared_hinge")
+#: MovieLens ratings at or above this many stars are +1 for the +/-1 losses.
+_LIKED_STARS = 4
 
 
 COMMAND = "complete"
@@ -25,44 +33,70 @@ DESCRIPTION = (
     "Fit a low-rank completion with AIS-Impute (or a baseline), select lambda "
     "on a validation split, print the convergence table and the test error. "
     "Synthetic: rank-5 m x m matrix with N(0, 0.05^2) noise, 15 m log m "
-    "training and as many validation entries, NMSE on all other entries "
-    "(Yao & Kwok, Sec. 5.1). MovieLens: 50/25/25 train/validation/test split, "
-    "RMSE in stars. CSV: 'row,col,value' lines (header allowed), 80/10/10."
+    "training and as many validation entries (fewer for small m, so that "
+    "some stay unobserved), NMSE on all other entries "
+    "(Yao & Kwok, Sec. 5.1); with a +/-1 loss (logistic, squared_hinge) the "
+    "entries are the signs of the noisy values and the test accuracy is "
+    "measured against the signs of the noise-free matrix on as many other "
+    "entries. MovieLens: 50/25/25 train/validation/test split, RMSE in stars "
+    f"(+/-1 losses: +1 for ratings of {_LIKED_STARS} stars or more). CSV: "
+    "'row,col,value' lines (header allowed), 80/10/10."
 )
 
 
 def add_arguments(p) -> None:
     """Add the options of ``embedopt complete`` to the parser ``p``."""
-    add_data_options(p, _DATASETS)
+    add_data_options(p, _DATASETS, "a CSV file of row,col,value lines")
     p.add_argument(
         "--size",
-        type=int,
+        type=int_type(2),
         default=1000,
-        help="m for the synthetic problem (default: 1000)",
+        metavar="M",
+        help="m for the synthetic problem (an m x m matrix)",
     )
     p.add_argument(
         "--rank",
-        type=int,
+        type=int_type(1),
         default=5,
-        help="rank of the synthetic ground truth (default: 5)",
+        help="rank of the synthetic ground truth",
     )
-    p.add_argument("--solver", default="ais_impute", choices=_SOLVER_CHOICES)
+    p.add_argument(
+        "--solver",
+        default="ais_impute",
+        choices=_SOLVER_CHOICES,
+        help="AIS-Impute (randomized or exact SVT) or a baseline",
+    )
     p.add_argument(
         "--lam",
+        type=float_type(0.0, strict=True, auto=True),
         default="auto",
-        help="lambda, or 'auto' to select it on validation (default)",
+        help="lambda > 0, or 'auto' to select it on the validation entries",
     )
     p.add_argument(
-        "--loss", default="square", choices=["square", "logistic", "squared_hinge"]
+        "--loss",
+        default="square",
+        choices=["square", "logistic", "squared_hinge"],
+        help="data-fit loss (logistic and squared_hinge fit +/-1 labels)",
     )
     p.add_argument(
         "--center",
         default=None,
         choices=["none", "global", "row", "column", "both"],
-        help="centering (default: none for synthetic, both otherwise)",
+        help="centering (default: none for synthetic data and the +/-1 losses, "
+        "both otherwise)",
     )
-    p.add_argument("--postprocess", default="auto", choices=["auto", "yes", "no"])
-    p.add_argument("--max-iter", type=int, default=500)
+    p.add_argument(
+        "--postprocess",
+        default="auto",
+        choices=["auto", "yes", "no"],
+        help="refit the singular values on the observed entries",
+    )
+    p.add_argument(
+        "--max-iter",
+        type=int_type(1),
+        default=500,
+        help="iterations per lambda",
+    )
     add_run_options(p, "iteration")
 
 
@@ -71,6 +105,10 @@ def _solver_parts(name: str) -> dict:
     from ..completion import method_options
 
     return method_options(name)
+
+
+def _binary(args) -> bool:
+    return args.loss in _BINARY_LOSSES
 
 
 def _load(args):
@@ -84,20 +122,53 @@ def _load(args):
     rng = np.random.default_rng(args.seed)
     if args.data == "synthetic":
         m = args.size
-        n_train = round(15 * m * np.log(m))
+        if args.rank > m:
+            raise CommandError(f"--rank {args.rank} exceeds --size {m}")
+        parts = 3 if _binary(args) else 2  # +/-1 losses also hold out a test set
+        # small m: leave a share of the entries unobserved for the test error
+        n_train = min(round(15 * m * np.log(m)), m * m // (parts + 1))
         prob = make_low_rank_matrix(
-            m, rank=args.rank, n_observed=2 * n_train, random_state=rng
+            m, rank=args.rank, n_observed=parts * n_train, random_state=rng
         )
-        train, val = split_entries(prob.observed, (0.5, 0.5), random_state=rng)
-        return dict(train=train, val=val, test=None, truth=prob, center="none")
+        entries = prob.observed
+        if _binary(args):
+            entries = entries.with_values(_signs(entries.values))
+        split = split_entries(entries, (1 / parts,) * parts, random_state=rng)
+        test = None
+        if _binary(args):
+            # the labels to recover are the signs of the noise-free matrix
+            test = split[2].with_values(
+                _signs(prob.truth_at(split[2].rows, split[2].cols))
+            )
+        return dict(train=split[0], val=split[1], test=test, truth=prob)
     if args.data in _DATASETS:
         entries = load_movielens(args.data.split("-", 1)[1], args.data_dir).entries
+        if _binary(args):
+            liked = entries.values >= _LIKED_STARS
+            entries = entries.with_values(np.where(liked, 1.0, -1.0))
+        fractions = (0.5, 0.25, 0.25)
     else:
-        raw = load_csv(args.data)
+        raw = load_csv(args.data, columns=(3,), layout="row,col,value")
         entries = ObservedEntries((raw[:, 0], raw[:, 1]), raw[:, 2])
-    fr = (0.5, 0.25, 0.25) if args.data in _DATASETS else (0.8, 0.1, 0.1)
-    train, val, test = split_entries(entries, fr, random_state=rng)
-    return dict(train=train, val=val, test=test, truth=None, center="both")
+        fractions = (0.8, 0.1, 0.1)
+    if entries.nnz < 3:
+        raise CommandError(
+            f"{args.data} has {entries.nnz} entries; at least 3 are needed for "
+            "the training, validation and test splits"
+        )
+    train, val, test = split_entries(entries, fractions, random_state=rng)
+    return dict(train=train, val=val, test=test, truth=None)
+
+
+def _signs(values) -> np.ndarray:
+    return np.where(np.asarray(values) >= 0, 1.0, -1.0)
+
+
+def _center(args) -> str:
+    """--center, or its default: none for synthetic data, else the loss's."""
+    if args.center is not None:
+        return args.center
+    return "none" if args.data == "synthetic" else "auto"
 
 
 def run(args) -> int:
@@ -105,13 +176,12 @@ def run(args) -> int:
     from ..completion import MatrixCompletion
 
     data = _load(args)
-    lam = args.lam if args.lam == "auto" else float(args.lam)
     pp = {"auto": "auto", "yes": True, "no": False}[args.postprocess]
     model = MatrixCompletion(
-        lam,
+        args.lam,
         loss=args.loss,
         solver=args.solver,
-        center=args.center or data["center"],
+        center=_center(args),
         postprocess=pp,
         max_iter=args.max_iter,
         tol=args.tol,
@@ -123,11 +193,12 @@ def run(args) -> int:
     train, val = data["train"], data["val"]
     print(
         f"data: {args.data}  shape={train.shape}  train={train.nnz}  "
-        f"validation={val.nnz}  solver={args.solver}"
+        f"validation={val.nnz}  loss={args.loss}  solver={args.solver}"
     )
     total, caught = fit_recording(model.fit, train, validation=val)
     out = {
         "data": args.data,
+        "loss": args.loss,
         "solver": args.solver,
         "lambda": model.lam_,
         "rank": model.rank_,
@@ -142,10 +213,37 @@ def run(args) -> int:
         out.update(n_iter=model.n_iter_, stop_reason=model.stop_reason_)
     _print_table(history, args.every)
     print()
-    _report_test(model, data, out, total)
+    _report_test(args, model, data, out, total)
+    _plot(args, model, history)
     report_warnings(caught)
     write_json(args.json, out)
     return 0
+
+
+def _plot(args, model, history) -> None:
+    """--plot: objective vs time, and the validation score along the lambda path."""
+    path = model.path_
+
+    def draw(axes):
+        plot_convergence(
+            axes[0],
+            history["time"],
+            history["objective"],
+            title=f"{args.solver} at lambda = {model.lam_:.4g}",
+        )
+        if path is not None:
+            ax = axes[1]
+            ax.semilogx(path["lambdas"], path["scores"], marker="o")
+            ax.axvline(model.lam_, color="gray", linestyle="--", label="selected")
+            ax.set(
+                xlabel="lambda",
+                ylabel=f"validation {path['metric']}",
+                title="lambda path (warm starts)",
+            )
+            ax.legend()
+            ax.grid(alpha=0.3)
+
+    save_plot(args.plot, draw, panels=1 if path is None else 2)
 
 
 def _print_path(path, selected) -> None:
@@ -195,11 +293,11 @@ def _solve_from_scratch(args, model, train, val, out, caught):
     return res.history
 
 
-def _report_test(model, data, out, total) -> None:
+def _report_test(args, model, data, out, total) -> None:
     from ..metrics import nmse_lowrank
 
     train, val = data["train"], data["val"]
-    if data["truth"] is not None:
+    if data["test"] is None:
         truth = data["truth"]
         observed = (
             np.concatenate([train.rows, val.rows]),
@@ -214,8 +312,8 @@ def _report_test(model, data, out, total) -> None:
         )
     else:
         score = model.score(data["test"])
-        key = "test_accuracy" if model._loss.binary else "test_rmse"
-        out[key] = score if model._loss.binary else -score
+        key = "test_accuracy" if _binary(args) else "test_rmse"
+        out[key] = score if _binary(args) else -score
         print(
             f"{key.replace('_', ' ')} = {out[key]:.4f}   rank = {model.rank_}   "
             f"total fit time = {total:.2f}s"

@@ -5,11 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import (
+    CommandError,
     add_data_options,
     add_run_options,
     fit_recording,
+    float_type,
+    int_type,
     load_csv,
+    plot_convergence,
     report_warnings,
+    save_plot,
     table_rows,
     write_json,
 )
@@ -45,39 +50,49 @@ DESCRIPTION = (
 def add_arguments(p) -> None:
     """Add the options of ``embedopt ordinal`` to the parser ``p``."""
     losses, solvers = _names()
-    add_data_options(p, _ORDINAL_DATA)
+    add_data_options(p, _ORDINAL_DATA, "a CSV file of i,j,k or i,j,l,k lines")
     p.add_argument(
-        "--n-objects", type=int, default=100, help="synthetic objects (default: 100)"
+        "--n-objects", type=int_type(3), default=100, help="synthetic objects"
     )
     p.add_argument(
-        "--dims", type=int, default=10, help="synthetic dimension (default: 10)"
+        "--dims", type=int_type(1), default=10, help="synthetic planted dimension"
     )
     p.add_argument(
         "--n-train",
-        type=int,
+        type=int_type(1),
         default=10_000,
-        help="synthetic training triplets (default: 10000)",
+        help="synthetic training triplets",
     )
     p.add_argument(
         "--n-test",
-        type=int,
+        type=int_type(1),
         default=10_000,
-        help="synthetic held-out triplets (default: 10000)",
+        help="synthetic held-out triplets",
     )
     p.add_argument(
         "--n-components",
-        type=int,
+        type=int_type(1),
         default=None,
-        help="embedding dimension (default: 10 synthetic, 9 music, 2 otherwise)",
+        metavar="P",
+        help="embedding dimension (default: --dims for synthetic, 9 music, 2 "
+        "otherwise)",
     )
-    p.add_argument("--loss", default="ste", choices=losses)
-    p.add_argument("--solver", default="svrg_sbb", choices=solvers)
-    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--loss", default="ste", choices=losses, help="triplet loss")
+    p.add_argument(
+        "--solver", default="svrg_sbb", choices=solvers, help="optimization method"
+    )
+    p.add_argument(
+        "--batch-size",
+        type=int_type(1),
+        default=None,
+        help="comparisons per inner step (default: the library's, 100)",
+    )
     p.add_argument(
         "--epsilon",
-        type=float,
+        type=float_type(0.0),
         default=None,
-        help="SBB epsilon (in units of r / n_objects unless --absolute-epsilon)",
+        help="SBB epsilon in units of r / n_objects unless --absolute-epsilon "
+        "(default: the library's, 0.03)",
     )
     p.add_argument(
         "--absolute-epsilon",
@@ -86,18 +101,27 @@ def add_arguments(p) -> None:
     )
     p.add_argument(
         "--update-frequency",
-        type=int,
+        type=int_type(1),
         default=None,
+        metavar="M",
         help="m, comparisons per epoch (default: all)",
     )
     p.add_argument(
-        "--learning-rate", default="auto", help="first/fixed step, or 'auto'"
+        "--learning-rate",
+        type=float_type(0.0, strict=True, auto=True),
+        default="auto",
+        help="first/fixed step > 0, or 'auto' to measure the curvature",
     )
-    p.add_argument("--max-iter", type=int, default=30, help="epochs (default: 30)")
-    add_run_options(p, "epoch")
+    p.add_argument("--max-iter", type=int_type(1), default=30, help="epochs")
+    add_run_options(
+        p,
+        "epoch",
+        plot="the convergence plot and the embedding (first two principal axes)",
+    )
 
 
 def _load(args):
+    """``dict(train, test, p, names)``: comparisons, default p, object names."""
     from ..data import (
         Comparisons,
         load_eurodist,
@@ -116,21 +140,31 @@ def _load(args):
             n_test=args.n_test,
             random_state=rng,
         )
-        return prob.train, prob.test, args.dims
+        return dict(train=prob.train, test=prob.test, p=args.dims, names=None)
     if args.data == "music":
         comps = load_music_triplets(args.data_dir).comparisons
-        return (*split_comparisons(comps, (0.8, 0.2), random_state=rng), 9)
+        train, test = split_comparisons(comps, (0.8, 0.2), random_state=rng)
+        return dict(train=train, test=test, p=9, names=None)
     if args.data == "eurodist":
         from ..data import make_all_triplets
 
-        D = load_eurodist(args.data_dir).distances
+        data = load_eurodist(args.data_dir)
+        D = data.distances
         every = make_all_triplets(distances=D)
         train = make_random_triplets(distances=D, n_triplets=2000, random_state=rng)
         seen = {tuple(t) for t in train.indices}
         test_idx = [t for t in every.indices if tuple(t) not in seen]
-        return train, Comparisons(np.array(test_idx)), 2
-    comps = Comparisons(load_csv(args.data))
-    return (*split_comparisons(comps, (0.8, 0.2), random_state=rng), 2)
+        test = Comparisons(np.array(test_idx), n_objects=train.n_objects)
+        return dict(train=train, test=test, p=2, names=list(data.names))
+    raw = load_csv(args.data, columns=(3, 4), layout="i,j,k or i,j,l,k")
+    comps = Comparisons(raw)
+    if len(comps) < 2:
+        raise CommandError(
+            f"{args.data} has {len(comps)} informative comparison(s); at least 2 "
+            "are needed for the training and held-out splits"
+        )
+    train, test = split_comparisons(comps, (0.8, 0.2), random_state=rng)
+    return dict(train=train, test=test, p=2, names=None)
 
 
 def _model(args, p):
@@ -164,8 +198,9 @@ def _model(args, p):
 
 def run(args) -> int:
     """Run ``embedopt ordinal``; return the exit status."""
-    train, test, default_p = _load(args)
-    p = args.n_components or default_p
+    data = _load(args)
+    train, test = data["train"], data["test"]
+    p = data["p"] if args.n_components is None else args.n_components
     model = _model(args, p)
     print(
         f"data: {args.data}  objects={train.n_objects}  train={len(train)}  "
@@ -197,6 +232,7 @@ def run(args) -> int:
             f"held-out error < 0.15 after {h['time'][hit[0]]:.3f}s "
             f"(epoch {int(h['iteration'][hit[0]])})"
         )
+    _plot(args, model, data["names"])
     report_warnings(caught)
     if args.json:
         out = {
@@ -211,3 +247,44 @@ def run(args) -> int:
         }
         write_json(args.json, out)
     return 0
+
+
+def principal_plane(E) -> np.ndarray:
+    """The rows of ``E`` on its first two principal axes (zeros pad p = 1).
+
+    Parameters
+    ----------
+    E : numpy.ndarray, shape (n, p)
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, 2)
+    """
+    E = np.asarray(E, dtype=np.float64)
+    E = E - E.mean(axis=0)
+    if E.shape[1] > 2:
+        _, _, Vt = np.linalg.svd(E, full_matrices=False)
+        E = E @ Vt[:2].T
+    return np.pad(E, ((0, 0), (0, 2 - E.shape[1])))
+
+
+def _plot(args, model, names) -> None:
+    """--plot: objective and held-out error vs time, and the embedding."""
+    h = model.history_
+
+    def draw(axes):
+        ax = axes[0]
+        plot_convergence(ax, h["time"], h["objective"], title=args.solver)
+        err = ax.twinx()
+        err.plot(h["time"], h["val_error"], color="tab:red", linestyle="--")
+        err.set_ylabel("held-out triplet error", color="tab:red")
+        xy = principal_plane(model.embedding_)
+        ax = axes[1]
+        ax.scatter(xy[:, 0], xy[:, 1], s=12)
+        if names is not None:
+            for (x, y), name in zip(xy, names, strict=True):
+                ax.annotate(str(name), (x, y), fontsize=7)
+        axis = "principal axes" if model.embedding_.shape[1] > 2 else "coordinates"
+        ax.set(title=f"embedding ({axis} 1-2)", aspect="equal")
+
+    save_plot(args.plot, draw, panels=2)

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 import warnings
 
 import numpy as np
 
-from ._common import add_device_option, add_json_option, table_rows, write_json
+from ._common import (
+    CommandError,
+    add_data_options,
+    add_device_option,
+    add_output_options,
+    add_seed_option,
+    int_type,
+    save_plot,
+    table_rows,
+    write_json,
+)
+
+_DATASETS = ("synthetic", "glove")
+#: The M used when -M is not given and it divides the dimension (else the
+#: nearest divisor).
+_PREFERRED_M = 4
 
 
 def _rotation_names():
@@ -16,6 +31,19 @@ def _rotation_names():
     from ..quantization import ROTATIONS
 
     return ROTATIONS
+
+
+def _method_list(text: str) -> list[str]:
+    """``--methods``: a comma list of rotation learners, checked at parse time."""
+    rotations = _rotation_names()
+    methods = [m.strip() for m in text.split(",") if m.strip()]
+    bad = [m for m in methods if m not in rotations]
+    if bad or not methods:
+        raise argparse.ArgumentTypeError(
+            f"unknown method(s) {', '.join(bad) or '(none given)'}; choose among "
+            f"{', '.join(rotations)}"
+        )
+    return methods
 
 
 COMMAND = "quantize"
@@ -36,35 +64,69 @@ DESCRIPTION = (
 
 def add_arguments(p) -> None:
     """Add the options of ``embedopt quantize`` to the parser ``p``."""
+    add_data_options(p, _DATASETS, "a .npy or .fvecs file of vectors")
     p.add_argument(
-        "--data",
-        default="synthetic",
-        help="synthetic, glove, or a path to a .npy / .fvecs file (default: synthetic)",
+        "--n",
+        type=int_type(2),
+        default=5000,
+        help="number of vectors (a random subset of a larger set)",
     )
-    p.add_argument("--data-dir", default=None, help="dataset root for glove")
-    p.add_argument("--n", type=int, default=5000, help="number of vectors (5000)")
     p.add_argument(
-        "--dim", type=int, default=32, help="dimension of the synthetic set (32)"
+        "--dim", type=int_type(1), default=32, help="dimension of the synthetic set"
     )
-    p.add_argument("-M", "--subquantizers", type=int, default=4, help="M (4)")
-    p.add_argument("-K", "--centroids", type=int, default=64, help="K (64)")
-    p.add_argument("--iters", type=int, default=20, help="outer iterations (20)")
+    p.add_argument(
+        "-M",
+        "--subquantizers",
+        type=int_type(1),
+        default=None,
+        help=f"M, sub-quantizers; it must divide the dimension (default: "
+        f"{_PREFERRED_M} when it does, else the nearest divisor)",
+    )
+    p.add_argument(
+        "-K", "--centroids", type=int_type(1), default=64, help="K, centroids each"
+    )
+    p.add_argument("--iters", type=int_type(1), default=20, help="outer iterations")
     p.add_argument(
         "--methods",
+        type=_method_list,
         default="none,opq,gcd-g",
         help="comma list among none, opq, gcd-r, gcd-g, gcd-s, gcd-r-overlap, "
-        "gcd-g-overlap, cayley, unconstrained (default: none,opq,gcd-g)",
+        "gcd-g-overlap, cayley, unconstrained",
     )
     p.add_argument(
         "--rotation-init",
         default="identity",
         choices=["identity", "random", "eigenvalue"],
+        help="starting rotation",
     )
-    p.add_argument("--steps", type=int, default=5, help="GCD steps per iteration (5)")
-    p.add_argument("--step-rule", default="gradient", choices=["gradient", "exact"])
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--steps", type=int_type(1), default=5, help="GCD steps per iteration"
+    )
+    p.add_argument(
+        "--step-rule",
+        default="gradient",
+        choices=["gradient", "exact"],
+        help="GCD angle rule",
+    )
+    add_seed_option(p)
     add_device_option(p)
-    add_json_option(p)
+    add_output_options(p, "the distortion per iteration of every method")
+
+
+def default_subquantizers(dim: int, preferred: int = _PREFERRED_M) -> int:
+    """The divisor of ``dim`` nearest to ``preferred`` (the smaller on a tie).
+
+    Parameters
+    ----------
+    dim : int
+    preferred : int
+
+    Returns
+    -------
+    int
+    """
+    divisors = [m for m in range(1, dim + 1) if dim % m == 0]
+    return min(divisors, key=lambda m: (abs(m - preferred), m))
 
 
 def _load(args):
@@ -78,9 +140,32 @@ def _load(args):
     elif args.data.endswith(".fvecs"):
         X = read_fvecs(args.data)
     else:
-        X = np.load(args.data, mmap_mode="r")
+        X = _read_npy(args.data)
     take = rng.permutation(X.shape[0])[: args.n]
     return np.asarray(X[np.sort(take)], dtype=np.float32)
+
+
+def _read_npy(path):
+    with open(path, "rb") as fh:
+        magic = fh.read(6)
+    if magic != b"\x93NUMPY":
+        raise CommandError(
+            f"{path} is not a .npy file (no NumPy header); give a .npy file saved "
+            "with numpy.save or a .fvecs file"
+        )
+    try:
+        X = np.load(path, mmap_mode="r")
+    except (ValueError, EOFError, OSError) as exc:
+        raise CommandError(
+            f"cannot read {path} as a .npy array ({' '.join(str(exc).split())}); "
+            "give a .npy file saved with numpy.save or a .fvecs file"
+        ) from None
+    if X.ndim != 2 or not np.issubdtype(X.dtype, np.number) or X.shape[0] < 2:
+        raise CommandError(
+            f"{path} holds an array of shape {X.shape} and dtype {X.dtype}; "
+            "expected a 2-D numeric array with one vector per row (n >= 2)"
+        )
+    return X
 
 
 def _fit_one(args, method, train, val) -> dict:
@@ -114,28 +199,23 @@ def _fit_one(args, method, train, val) -> dict:
 
 def run(args) -> int:
     """Run ``embedopt quantize``; return the exit status."""
-    rotations = _rotation_names()
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    bad = [m for m in methods if m not in rotations]
-    if bad:
-        print(
-            f"unknown method(s) {bad}; choose among {', '.join(rotations)}",
-            file=sys.stderr,
-        )
-        return 2
+    methods = args.methods  # a list: argparse parses the string default too
     X = _load(args)
     n_val = max(1, X.shape[0] // 5)
     train, val = X[:-n_val], X[-n_val:]
+    if args.subquantizers is None:
+        args.subquantizers = default_subquantizers(X.shape[1])
     print(
         f"data: {args.data}  train={train.shape}  held-out={val.shape}  "
         f"M={args.subquantizers}  K={args.centroids}  init={args.rotation_init}"
     )
-    out = {"data": args.data, "methods": {}}
+    out = {"data": args.data, "M": args.subquantizers, "methods": {}}
     for m in methods:
         out["methods"][m] = _fit_one(args, m, train, val)
     print("\ntraining distortion per outer iteration:")
     print(f"{'iter':>5}" + "".join(f" {m:>14}" for m in methods))
-    for i in table_rows(args.iters, 0, default_rows=10):
+    n_rows = min(len(r["history"]) for r in out["methods"].values())
+    for i in table_rows(n_rows, 0, default_rows=10):
         print(
             f"{i + 1:>5}"
             + "".join(f" {out['methods'][m]['history'][i]:>14.6g}" for m in methods)
@@ -147,5 +227,24 @@ def run(args) -> int:
             f"{r['heldout_distortion']:>12.6g} {r['seconds']:>8.2f}"
         )
     print("(train: after 10 final k-means iterations with the rotation fixed)")
+    _plot(args, out)
     write_json(args.json, out)
     return 0
+
+
+def _plot(args, out) -> None:
+    """--plot: the training distortion per outer iteration of every method."""
+
+    def draw(axes):
+        ax = axes[0]
+        for m, r in out["methods"].items():
+            ax.plot(np.arange(1, len(r["history"]) + 1), r["history"], label=m)
+        ax.set(
+            xlabel="outer iteration",
+            ylabel="training distortion",
+            title=f"{args.data}: M={args.subquantizers}, K={args.centroids}",
+        )
+        ax.grid(alpha=0.3)
+        ax.legend()
+
+    save_plot(args.plot, draw)

@@ -7,9 +7,15 @@ import sys
 import numpy as np
 
 from ._common import (
+    CommandError,
+    add_data_dir_option,
     add_run_options,
     fit_recording,
+    float_type,
+    int_type,
+    plot_convergence,
     report_warnings,
+    save_plot,
     table_rows,
     write_json,
 )
@@ -40,31 +46,48 @@ def add_arguments(p) -> None:
         "--data",
         default="a1a",
         choices=_DATASETS,
-        help="LIBSVM adult a1a (default), the 8x8 digits, or synthetic",
+        help="LIBSVM adult a1a, the 8x8 digits, or a synthetic two-class set",
+    )
+    add_data_dir_option(p)
+    p.add_argument(
+        "--problem",
+        default="npkl",
+        choices=["npkl", "cmvu"],
+        help="kernel learning (eq. 13) or colored MVU (eq. 23)",
     )
     p.add_argument(
-        "--data-dir", default=None, help="dataset root (default: $EMBEDOPT_DATA)"
+        "--n",
+        type=int_type(2),
+        default=None,
+        help="use the first N patterns (default: all; 400 for synthetic)",
     )
-    p.add_argument("--problem", default="npkl", choices=["npkl", "cmvu"])
     p.add_argument(
-        "--n", type=int, default=None, help="use the first N patterns (default: all)"
+        "--rank",
+        type=int_type(1),
+        default=None,
+        help="rank r of the factors (default: 10; 2 for cmvu)",
     )
-    p.add_argument(
-        "--rank", type=int, default=None, help="rank r (default: 10; 2 for cmvu)"
-    )
-    p.add_argument("--lam", type=float, default=1.0, help="lambda (default: 1)")
+    p.add_argument("--lam", type=float_type(0.0), default=1.0, help="lambda")
     p.add_argument(
         "--n-pairs",
-        type=int,
+        type=int_type(1),
         default=None,
         help="must-links and cannot-links of each kind (default: 1204 on a1a, "
         "n // 2 otherwise)",
     )
-    p.add_argument("--n-neighbors", type=int, default=5)
-    p.add_argument("--solver", default="aagd", choices=list(SOLVERS))
-    p.add_argument("--max-iter", type=int, default=1000)
-    p.add_argument("--plot", default=None, help="save the objective-vs-time plot here")
-    add_run_options(p, "iteration")
+    p.add_argument(
+        "--n-neighbors",
+        type=int_type(1),
+        default=5,
+        help="neighbours of the kNN graph",
+    )
+    p.add_argument("--solver", default="aagd", choices=list(SOLVERS), help="SDP solver")
+    p.add_argument("--max-iter", type=int_type(1), default=1000, help="iterations")
+    add_run_options(
+        p,
+        "iteration",
+        plot="the objective vs time (and, for cmvu, the 2-d embedding)",
+    )
     # the SDP objective is certified to 1e-6 relative: float64 by default
     p.set_defaults(dtype="float64", tol=1e-7)
 
@@ -73,16 +96,22 @@ def _read_libsvm(path, n_rows=None, n_features=_A1A_FEATURES):
     """Dense features and labels of an svmlight / LIBSVM file (first ``n_rows``)."""
     rows, labels = [], []
     with open(path) as fh:
-        for line in fh:
+        for number, line in enumerate(fh, 1):
             if n_rows is not None and len(labels) >= n_rows:
                 break
-            label, *items = line.split()
-            x = np.zeros(n_features)
-            for item in items:
-                k, v = item.split(":")
-                x[int(k) - 1] = float(v)
+            try:
+                label, *items = line.split()
+                x = np.zeros(n_features)
+                for item in items:
+                    k, v = item.split(":")
+                    x[int(k) - 1] = float(v)
+                labels.append(int(float(label)))
+            except (ValueError, IndexError):
+                raise CommandError(
+                    f"{path}, line {number}: not a LIBSVM line 'label k:v ...' "
+                    f"with 1 <= k <= {n_features}"
+                ) from None
             rows.append(x)
-            labels.append(int(float(label)))
     return np.array(rows), np.array(labels)
 
 
@@ -218,8 +247,7 @@ def run(args) -> int:
         f"objective {model.objective_:.8g}  iterations {model.n_iter_} "
         f"({model.stop_reason_})  fit {total:.2f} s"
     )
-    if args.plot:
-        _plot(args.plot, model, y, args)
+    _plot(args.plot, model, y, args)
     report_warnings(caught)
     write_json(args.json, out)
     return 0
@@ -241,24 +269,19 @@ def _print_table(history, every) -> None:
 
 
 def _plot(path, model, y, args) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """--plot: objective vs time (and the 2-d CMVU embedding by class)."""
     h = model.history_
-    panels = 2 if args.problem == "cmvu" else 1
-    fig, axes = plt.subplots(1, panels, figsize=(5 * panels, 4), squeeze=False)
-    ax = axes[0, 0]
-    ax.plot(h["time"], h["objective"])
-    ax.set(
-        xlabel="time (s)", ylabel="objective", title=f"{args.problem} / {args.solver}"
-    )
-    if args.problem == "cmvu":
-        E = model.embedding_
-        axes[0, 1].scatter(E[:, 0], E[:, 1], c=y, s=6, cmap="tab10")
-        axes[0, 1].set(title="embedding (coloured by class)")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    print(f"plot written to {path}")
+
+    def draw(axes):
+        plot_convergence(
+            axes[0],
+            h["time"],
+            h["objective"],
+            title=f"{args.problem} / {args.solver}",
+        )
+        if args.problem == "cmvu":
+            E = model.embedding_
+            axes[1].scatter(E[:, 0], E[:, 1], c=y, s=6, cmap="tab10")
+            axes[1].set(title="embedding (coloured by class)")
+
+    save_plot(path, draw, panels=2 if args.problem == "cmvu" else 1)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from ._common import (
+    add_data_dir_option,
     add_run_options,
     fit_recording,
+    float_type,
+    int_type,
+    plot_convergence,
     report_warnings,
+    save_plot,
     table_rows,
     write_json,
 )
@@ -30,29 +35,45 @@ def add_arguments(p) -> None:
     """Add the options of ``embedopt similarity`` to the parser ``p``."""
     from ..similarity import SOLVERS
 
-    p.add_argument("--data", default="100k", choices=_DATASETS)
     p.add_argument(
-        "--data-dir", default=None, help="dataset root (default: $EMBEDOPT_DATA)"
+        "--data", default="100k", choices=_DATASETS, help="MovieLens dataset"
     )
+    add_data_dir_option(p)
     p.add_argument(
         "--towers",
         default="hybrid",
         choices=["hybrid", "mlp", "embedding"],
         help="tower kind of both sides",
     )
-    p.add_argument("--n-components", type=int, default=32)
-    p.add_argument("--omega", type=float, default=None, help="default: the model's")
-    p.add_argument("--lam", type=float, default=None, help="default: the model's")
+    p.add_argument(
+        "--n-components", type=int_type(1), default=32, help="embedding dimension"
+    )
+    p.add_argument(
+        "--omega",
+        type=float_type(0.0),
+        default=None,
+        help="weight of the imputed zeros (default: the model's)",
+    )
+    p.add_argument(
+        "--lam",
+        type=float_type(0.0),
+        default=None,
+        help="regularization (default: the model's)",
+    )
     p.add_argument(
         "--solver",
         default="auto",
         choices=["auto", *SOLVERS],
         help="auto: ALS for embedding towers, Gauss-Newton-CG otherwise",
     )
-    p.add_argument("--max-iter", type=int, default=None, help="default: the model's")
-    p.add_argument("--k", type=int, default=10, help="cut-off of the metrics")
-    p.add_argument("--plot", default=None, help="save objective / P@k vs time here")
-    add_run_options(p, "iteration")
+    p.add_argument(
+        "--max-iter",
+        type=int_type(1),
+        default=None,
+        help="iterations (default: the model's)",
+    )
+    p.add_argument("--k", type=int_type(1), default=10, help="cut-off of the metrics")
+    add_run_options(p, "iteration", plot="the objective and P@k vs time")
 
 
 def _load(args):
@@ -113,8 +134,7 @@ def run(args) -> int:
         f"objective {model.objective_:.8g}  iterations {model.n_iter_} "
         f"({model.stop_reason_})  fit {total:.2f} s"
     )
-    if args.plot:
-        _plot(args.plot, model, args)
+    _plot(args.plot, model, args)
     report_warnings(caught)
     write_json(
         args.json,
@@ -148,21 +168,20 @@ def _print_table(history, every, k) -> None:
 
 
 def _plot(path, model, args) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """--plot: objective and P@k vs time."""
     h = model.history_
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    axes[0].plot(h["time"], h["objective"], marker="o")
-    axes[0].set(xlabel="time (s)", ylabel="objective", yscale="log")
     key = f"precision@{args.k}"
-    if key in h:
-        axes[1].plot(h["time"], h[key], marker="o")
-    axes[1].set(xlabel="time (s)", ylabel=key)
-    fig.suptitle(f"MovieLens-{args.data}, {args.towers} towers, {args.solver}")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    print(f"plot written to {path}")
+
+    def draw(axes):
+        plot_convergence(
+            axes[0],
+            h["time"],
+            h["objective"],
+            title=f"MovieLens-{args.data}, {args.towers} towers, {args.solver}",
+        )
+        if key in h:
+            axes[1].plot(h["time"], h[key], marker="o")
+        axes[1].set(xlabel="time (s)", ylabel=key)
+        axes[1].grid(alpha=0.3)
+
+    save_plot(path, draw, panels=2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import numpy as np
@@ -15,6 +16,7 @@ from .._core import (
     InvalidParameterError,
     Options,
     check_is_fitted,
+    check_memory,
     renamed_parameters,
     resolve_fit_context,
     to_numpy,
@@ -27,6 +29,33 @@ from .problem import CompletionProblem
 from .solvers import SOLVERS, check_mode_weights, default_mode_weights
 
 __all__ = ["MatrixCompletion", "TensorCompletion"]
+
+#: Bytes per row and per column of each unfolding that a fit needs at least:
+#: the float64 counts and sums of the centering, the CSR row pointers, and the
+#: first columns of the factors (more as the rank grows).
+_BYTES_PER_INDEX = 64
+#: What to do when the shape is too large (it is max index + 1 by default).
+_SIZE_HINT = (
+    "A stray index or ids never remapped to 0..n-1 are the usual cause (the "
+    "shape is max index + 1 unless shape= is given): drop the stray entries, or "
+    "remap the ids (np.unique(ids, return_inverse=True))."
+)
+
+
+def _check_size(owner: str, shape: tuple, device) -> None:
+    """Refuse shapes whose per-row / per-column state cannot fit on ``device``."""
+    total = 0
+    for d in range(len(shape) if len(shape) > 2 else 1):
+        others = [s for k, s in enumerate(shape) if k != d]
+        total += shape[d] + math.prod(others)  # the mode-d unfolding's rows + cols
+    kind = "matrix" if len(shape) == 2 else "tensor"
+    check_memory(
+        owner,
+        _BYTES_PER_INDEX * total,
+        device,
+        f"the {' x '.join(map(str, shape))} {kind}'s per-row and per-column state",
+        _SIZE_HINT,
+    )
 
 
 def _index_matrix(X, cols, shape) -> np.ndarray:
@@ -186,6 +215,7 @@ class _CompletionEstimator(BaseEstimator):
         loss, center = self._check_loss()
         ctx = resolve_fit_context(self)
         entries = self._entries(X, y, shape)
+        _check_size(type(self).__name__, entries.shape, ctx.device)
         loss.check_labels(entries.values)
         train, val = self._split(entries, validation, ctx.random_state)
         self.centering_ = Centering(center, self.scale, self.center_reg).fit(train)

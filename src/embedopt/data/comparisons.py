@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from .._core import DataValidationError, InvalidParameterError, resolve_random_state
-from .entries import _as_int
+from .entries import _as_int, infer_size
 
 __all__ = [
     "ComparisonWarning",
@@ -90,7 +90,7 @@ class Comparisons:
         if responses is not None:
             idx = _orient(idx, responses)
         if n_objects is None:
-            n_objects = int(idx.max()) + 1
+            n_objects = infer_size(idx.ravel(), "object", "n_objects")
         elif isinstance(n_objects, bool) or not isinstance(
             n_objects, (int, np.integer)
         ):

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._core import DataValidationError
+from .._core import DataValidationError, DataWarning
 
 __all__ = ["ObservedEntries", "as_observed_entries"]
 
 _AGGREGATIONS = ("mean", "sum", "first", "last", "max", "min")
+
+_INT64_MAX = int(np.iinfo(np.int64).max)
+#: An inferred size (max index + 1) from this one up is checked for sparse use:
+#: below it, the per-index state of any fit is small whatever the indices.
+_SPARSE_CHECK_SIZE = 10_000
+#: ... and draws a DataWarning when fewer than one index in this many occurs.
+_SPARSE_RATIO = 100
 
 
 class ObservedEntries:
@@ -81,7 +89,10 @@ class ObservedEntries:
         if shape is None:
             if idx.shape[0] == 0:
                 raise DataValidationError("No observed entries: the input is empty.")
-            shape = tuple(int(x) + 1 for x in idx.max(axis=0))
+            names = _mode_names(idx.shape[1])
+            shape = tuple(
+                infer_size(idx[:, d], names[d], "shape") for d in range(idx.shape[1])
+            )
         self.shape = tuple(int(s) for s in shape)
         self.indices = idx
         self.values = vals
@@ -261,6 +272,11 @@ class ObservedEntries:
             raise DataValidationError(
                 f"how must be one of {_AGGREGATIONS}; got {how!r}."
             )
+        if not _fits_int64(self.shape):
+            raise DataValidationError(
+                f"Cannot aggregate entries of shape {self.shape}: its size exceeds "
+                "int64. Remap the indices to 0..n-1 first."
+            )
         lin = np.ravel_multi_index(tuple(self.indices.T), self.shape)
         order = np.argsort(lin, kind="stable")
         lin_s, vals_s = lin[order], self.values[order]
@@ -309,18 +325,100 @@ def _as_index_matrix(indices) -> np.ndarray:
     return _as_int(idx)
 
 
+def _fits_int64(shape) -> bool:
+    """Whether every linear index of ``shape`` fits in int64."""
+    size = 1
+    for n in shape:
+        size *= int(n)
+    return size <= _INT64_MAX
+
+
+def _mode_names(ndim: int) -> list[str]:
+    return ["row", "column"] if ndim == 2 else [f"mode-{d}" for d in range(ndim)]
+
+
+def infer_size(idx: np.ndarray, what: str, parameter: str) -> int:
+    """``max index + 1`` of non-negative indices, checked.
+
+    Parameters
+    ----------
+    idx : numpy.ndarray of int64, 1-D, non-empty
+    what : str
+        What an index is, for messages ("row", "object", "user"...).
+    parameter : str
+        The parameter that sets the size explicitly ("shape", "n_objects").
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    DataValidationError
+        When the largest index is the largest int64 (the size does not fit
+        in int64: usually a missing-value sentinel).
+
+    Warns
+    -----
+    DataWarning
+        When the size is at least 10,000 and fewer than 1 % of its indices
+        occur: one stray index, or ids that were never remapped to
+        ``0..n-1``, make every fit allocate and sweep the whole range.
+    """
+    top = int(idx.max())
+    if top >= _INT64_MAX:
+        raise DataValidationError(
+            f"The largest {what} index is {top}, the largest int64: the size "
+            "(index + 1) does not fit in int64. Is it a missing-value sentinel? "
+            "Drop those entries or remap the ids to 0..n-1."
+        )
+    size = top + 1
+    if size >= _SPARSE_CHECK_SIZE:
+        used = np.unique(idx)
+        if used.size * _SPARSE_RATIO < size:
+            stray = ""
+            if used.size > 1 and top > 10 * (int(used[-2]) + 1):
+                stray = f" (the largest, {top}, is far above the next, {used[-2]})"
+            warnings.warn(
+                f"{what} indices reach {top}, so the inferred size is {size}, "
+                f"but only {used.size} distinct {what} indices occur"
+                f"{stray}. Every fit allocates and sweeps all {size}: drop a stray "
+                "index, remap sparse ids to 0..n-1 (np.unique(ids, "
+                f"return_inverse=True)), or pass {parameter}= to set the size "
+                "(which also silences this warning).",
+                DataWarning,
+                stacklevel=3,
+            )
+    return size
+
+
 def _as_int(idx: np.ndarray) -> np.ndarray:
     if idx.dtype == np.bool_:
-        raise DataValidationError("Indices must be integers; got booleans.")
+        raise DataValidationError(
+            "Indices must be integers; got booleans (a mask?). Use "
+            "np.flatnonzero(mask) for the positions it selects."
+        )
+    if np.issubdtype(idx.dtype, np.unsignedinteger) and idx.size:
+        top = int(idx.max())
+        if top > _INT64_MAX:
+            pos = np.unravel_index(int(np.argmax(idx)), idx.shape)
+            raise DataValidationError(
+                f"Indices must fit in int64; entry {tuple(int(p) for p in pos)} is "
+                f"{top} ({idx.dtype}), above 2**63 - 1. Is it a wrapped negative "
+                "value or a sentinel? Indices are 0-based positions."
+            )
     if np.issubdtype(idx.dtype, np.integer):
         return idx.astype(np.int64, copy=False)
     if np.issubdtype(idx.dtype, np.floating):
-        bad = ~np.isfinite(idx) | (np.floor(idx) != idx)
+        # float64 holds 2**63 exactly, int64 does not: >= refuses it too
+        bad = ~np.isfinite(idx) | (np.floor(idx) != idx) | (np.abs(idx) >= 2.0**63)
         if bad.any():
             pos = np.argwhere(bad)[0]
+            value = float(idx[tuple(pos)])
+            what = "integers" if np.floor(value) != value else "integers below 2**63"
             raise DataValidationError(
-                f"Indices must be integers; entry {int(pos[0])} has index "
-                f"{idx[tuple(pos)]!r} in mode {int(pos[1])}."
+                f"Indices must be {what}; entry {int(pos[0])} has index {value!r} "
+                f"in mode {int(pos[1])}."
             )
         return idx.astype(np.int64)
     raise DataValidationError(f"Indices must be integers; got dtype {idx.dtype}.")
@@ -365,11 +463,16 @@ def _validate(obs: ObservedEntries, check_duplicates: bool = True) -> None:
         )
     _check_values(obs.values)
     if check_duplicates:
-        lin = np.ravel_multi_index(tuple(idx.T), shape)
-        s = np.sort(lin)
-        dup = s[1:] == s[:-1]
+        if _fits_int64(shape):
+            lin = np.ravel_multi_index(tuple(idx.T), shape)
+            s = np.sort(lin)
+            dup = s[1:] == s[:-1]
+            first = np.unravel_index(s[1:][dup][0], shape) if dup.any() else None
+        else:  # no linear index fits in int64: compare the rows themselves
+            rows = idx[np.lexsort(idx.T[::-1])]
+            dup = (rows[1:] == rows[:-1]).all(axis=1)
+            first = rows[1:][dup][0] if dup.any() else None
         if dup.any():
-            first = np.unravel_index(s[1:][dup][0], shape)
             raise DataValidationError(
                 f"{int(dup.sum())} duplicate position(s), e.g. "
                 f"{tuple(int(x) for x in first)}. Aggregate them first, e.g. with "

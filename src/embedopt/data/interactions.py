@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._core import DataValidationError
-from .entries import ObservedEntries
+from .entries import ObservedEntries, _as_int, infer_size
 
 __all__ = ["Interactions", "SideFeatures", "as_interactions", "as_side_features"]
 
@@ -135,6 +135,7 @@ def as_interactions(X, shape=None) -> Interactions:
             "User and item indices must be integers; got dtypes "
             f"{users.dtype} and {items.dtype}."
         )
+    users, items = _as_int(users), _as_int(items)  # uint64 above 2**63 refused
     if users.min() < 0 or items.min() < 0:
         raise DataValidationError(
             "User and item indices must be non-negative; got min user "
@@ -147,7 +148,7 @@ def as_interactions(X, shape=None) -> Interactions:
 
 def _check_shape(shape, users: np.ndarray, items: np.ndarray) -> tuple[int, int]:
     if shape is None:
-        return int(users.max()) + 1, int(items.max()) + 1
+        return infer_size(users, "user", "shape"), infer_size(items, "item", "shape")
     if not (
         isinstance(shape, (tuple, list))
         and len(shape) == 2

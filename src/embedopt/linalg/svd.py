@@ -155,7 +155,10 @@ def _thresholds(s: torch.Tensor, threshold) -> torch.Tensor:
             pad = thr[-1:].expand(s.numel() - thr.numel())
             thr = torch.cat([thr, pad])
         return thr[: s.numel()]
-    return torch.full_like(s, float(threshold))
+    # A threshold beyond the dtype's range (lam = 1e300 in float32) shrinks
+    # every value to zero, as the largest finite float does; torch would
+    # refuse to convert it.
+    return torch.full_like(s, min(float(threshold), torch.finfo(s.dtype).max))
 
 
 def shrink(s: torch.Tensor, threshold) -> torch.Tensor:

@@ -8,11 +8,12 @@ call the four members below, so one SVRG / SGD loop serves every family.
 
 from __future__ import annotations
 
+import warnings
 from typing import Protocol, runtime_checkable
 
 import torch
 
-__all__ = ["FiniteSum", "record_epoch"]
+__all__ = ["FiniteSum", "clip_batch_size", "record_epoch"]
 
 
 @runtime_checkable
@@ -74,3 +75,41 @@ def record_epoch(monitor, x, f, g, alpha, evals, n, evaluate=None) -> bool:
         grad_norm=float(g.double().norm()),
         **extra,
     )
+
+
+def clip_batch_size(batch_size: int, per_epoch: int, name: str) -> int:
+    """The mini-batch size, at most the samples drawn per epoch.
+
+    The stochastic solvers move by ``alpha b / m`` per inner step (b the batch
+    size, m the samples per epoch) so that an epoch moves by about one step
+    ``alpha``. With ``b > m`` the only inner step of the epoch would be
+    ``b / m`` times that (the single-triplet and ``batch_size=10**6`` runs of
+    issue 14 diverged this way), so b is clipped to m with a warning.
+
+    Parameters
+    ----------
+    batch_size : int
+    per_epoch : int
+        Samples drawn per epoch (m; n by default).
+    name : str
+        The solver, for the warning.
+
+    Returns
+    -------
+    int
+
+    Warns
+    -----
+    UserWarning
+        When ``batch_size`` is clipped.
+    """
+    if batch_size <= per_epoch:
+        return batch_size
+    warnings.warn(
+        f"{name}: batch_size={batch_size} exceeds the {per_epoch} samples drawn "
+        f"per epoch (update_frequency, default: all of them); using "
+        f"batch_size={per_epoch}, one full-batch step per epoch.",
+        UserWarning,
+        stacklevel=3,
+    )
+    return per_epoch

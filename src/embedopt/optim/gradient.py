@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from .._core import Interval, Options, resolve_random_state, validated_params
-from .finite_sum import FiniteSum, record_epoch
+from .finite_sum import FiniteSum, clip_batch_size, record_epoch
 from .line_search import armijo_backtracking
 from .monitor import IterationMonitor
 from .result import SolverResult
@@ -97,6 +97,8 @@ def sgd(
     decay : float
         >= 0; 0 keeps the step constant.
     batch_size : int
+        At most ``samples_per_epoch`` (a larger one is clipped with a
+        warning).
     samples_per_epoch : int, optional
         Gradient calls per epoch (default n); pass ``n + 2 m`` to match an
         SVRG epoch.
@@ -119,6 +121,7 @@ def sgd(
     generator = rs.torch(x0.device)
     n = int(problem.n_samples)
     per_epoch = int(samples_per_epoch or n)
+    batch_size = clip_batch_size(batch_size, per_epoch, name)
     steps = max(1, per_epoch // batch_size)
     monitor = _monitor(name, max_iter, tol, verbose, callback, owner)
     monitor.start()  # the probe counts as solver time

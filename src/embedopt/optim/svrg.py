@@ -41,7 +41,7 @@ from .._core import (
     resolve_random_state,
     validated_params,
 )
-from .finite_sum import FiniteSum, record_epoch
+from .finite_sum import FiniteSum, clip_batch_size, record_epoch
 from .monitor import IterationMonitor
 from .result import SolverResult
 from .step_sizes import FIXED_STEP_SAFETY, STEP_SIZES, StabilizedBB, probe_step
@@ -188,7 +188,9 @@ def svrg(
     epsilon : float
         SBB stabilization epsilon >= 0.
     batch_size : int
-        b, samples per inner step (drawn with replacement).
+        b, samples per inner step (drawn with replacement); at most m (a
+        larger b is clipped to m with a warning, see
+        :func:`~embedopt.optim.finite_sum.clip_batch_size`).
     update_frequency : int, optional
         m, samples drawn per epoch (``ceil(m / b)`` inner steps); default n.
     max_iter : int
@@ -231,6 +233,7 @@ def svrg(
     generator = rs.torch(x0.device)
     n = int(problem.n_samples)
     m = int(update_frequency or n)
+    batch_size = clip_batch_size(batch_size, m, name)
     steps = math.ceil(m / batch_size)
     monitor = IterationMonitor(
         name,

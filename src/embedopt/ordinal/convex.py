@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from .._core import Interval, validate_params
+from .._core import Interval, check_memory, validate_params
 from ..linalg import embedding_from_gram, project_centered_psd
 from ..optim import SolverResult, gradient_descent
 from .losses import OrdinalLoss
@@ -178,6 +178,17 @@ def projected_gd(
         device=device,
         dtype=dtype,
         owner="projected_gd",
+        factored=False,
+    )
+    n_objects = s.problem.n_objects
+    # G, its gradient, the step and the eigendecomposition's workspace: n x n each
+    check_memory(
+        "projected_gd",
+        4 * n_objects**2 * s.x0.element_size(),
+        s.problem.device,
+        f"the {n_objects} x {n_objects} Gram matrix and its working copies",
+        "The convex baseline is O(n^2) in memory; use solver='svrg_sbb' for "
+        "this many objects.",
     )
     gram = GramProblem(s.problem, lam)
 

@@ -78,7 +78,9 @@ class OrdinalEmbedding(BaseEstimator):
         mean loss (r objects per comparison), or absolute as in eq. (17);
         see :func:`~embedopt.ordinal.svrg_sbb`.
     batch_size : int
-        b, comparisons per inner step.
+        b, comparisons per inner step; at most the comparisons sampled per
+        epoch (the default is capped there, a larger given b is clipped with
+        a warning).
     update_frequency : int, optional
         m, comparisons sampled per epoch (default: all, as in the paper); it
         also sets the budget of an epoch (``|Q| + 2m`` gradient calls) for
@@ -238,7 +240,9 @@ class OrdinalEmbedding(BaseEstimator):
             Held-out oriented comparisons whose triplet error is recorded in
             ``history_["val_error"]`` every epoch (off the clock).
         init : array-like, shape (n_objects, n_components), optional
-            Initial embedding (default: random ``N(0, init_scale^2)``).
+            Initial embedding (default: random ``N(0, init_scale^2)``). One
+            whose rows are all equal (all zeros) is refused: it is a saddle
+            point of every ordinal loss (except for ``solver="cvx"``).
 
         Returns
         -------

@@ -16,6 +16,7 @@ import torch
 from .._core import (
     DataValidationError,
     InvalidParameterError,
+    check_memory,
     resolve_device,
     resolve_dtype,
     resolve_random_state,
@@ -195,6 +196,38 @@ class OrdinalProblem:
         return wrong / Q.shape[0]
 
 
+#: Copies of the n x p embedding a solver holds at once (iterate, snapshot,
+#: gradients, previous iterate and gradient of the step rule, a work copy).
+_EMBEDDING_COPIES = 6
+
+
+def check_embedding_size(owner: str, n_objects: int, p: int, device, dtype) -> None:
+    """Refuse an embedding whose solver state cannot fit on the device.
+
+    Parameters
+    ----------
+    owner : str
+    n_objects, p : int
+    device, dtype
+        As given to the solver (resolved here).
+
+    Raises
+    ------
+    DataValidationError
+        When ``6 n p`` numbers exceed the device's memory.
+    """
+    itemsize = torch.empty((), dtype=resolve_dtype(dtype)).element_size()
+    check_memory(
+        owner,
+        _EMBEDDING_COPIES * n_objects * p * itemsize,
+        resolve_device(device),
+        f"an embedding of {n_objects} objects in {p} dimensions",
+        "A stray index or ids never remapped to 0..n_objects-1 are the usual "
+        "cause (n_objects is max index + 1 unless given): drop the stray "
+        "comparisons, or remap the ids (np.unique(ids, return_inverse=True)).",
+    )
+
+
 @dataclass
 class _Setup:
     problem: OrdinalProblem
@@ -216,8 +249,13 @@ def setup(
     device,
     dtype,
     owner: str,
+    factored: bool = True,
 ) -> _Setup:
-    """Shared preparation of every ordinal solver: data, loss, start, tracking."""
+    """Shared preparation of every ordinal solver: data, loss, start, tracking.
+
+    ``factored=False`` (the convex Gram-matrix solver) admits an init whose
+    rows are all equal: G = 0 is no stationary point of the convex problem.
+    """
     if (
         isinstance(n_components, bool)
         or not isinstance(n_components, (int, np.integer))
@@ -228,6 +266,7 @@ def setup(
             f"{n_components!r}."
         )
     comps = as_comparisons(comparisons, n_objects=n_objects, owner=owner)
+    check_embedding_size(owner, comps.n_objects, int(n_components), device, dtype)
     problem = OrdinalProblem(
         comps,
         get_loss(loss, int(n_components)),
@@ -255,6 +294,15 @@ def setup(
             )
         if not torch.isfinite(x0).all():
             raise DataValidationError("init contains NaN or infinite values.")
+        if factored and n > 1 and bool((x0 == x0[:1]).all()):
+            # every difference x_i - x_j is 0, so is every gradient row
+            raise DataValidationError(
+                f"init has all {n} rows equal (all zeros?): every distance is 0 "
+                "there and the gradient of any ordinal loss vanishes (a saddle "
+                "point), so the solver cannot move. Pass init=None for a random "
+                "start, or add small noise, e.g. init + 1e-3 * "
+                "np.random.default_rng(0).standard_normal(init.shape)."
+            )
     evaluate = None
     if validation is not None:
         val = (

@@ -61,7 +61,7 @@ __all__ = [
 #: for the 100 objects of Sec. 5.1, 6e-3 for 15 and 9e-6 for 10^4. Chosen on
 #: the synthetic problems of the tests and benchmarks (15 to 10^4 objects).
 DEFAULT_EPSILON = 0.03
-#: Default mini-batch size b.
+#: Default mini-batch size b (capped at the comparisons sampled per epoch).
 DEFAULT_BATCH_SIZE = 100
 #: Standard deviation of the random initial embedding.
 DEFAULT_INIT_SCALE = 0.1
@@ -76,6 +76,18 @@ _SGD_OWN = {
 
 #: Solver names of svrg_sbb's step rules (progress, warnings).
 _SVRG_NAMES = {"sbb": "SVRG-SBB", "bb": "SVRG-BB", "constant": "SVRG"}
+
+
+def _default_batch(batch_size: int, per_epoch: int) -> int:
+    """The default b, capped at the comparisons sampled per epoch.
+
+    Small problems (fewer than 100 comparisons per epoch) get full-batch
+    steps without a word; a larger b the user chose is clipped by the optim
+    solver, with a warning (:func:`~embedopt.optim.finite_sum.clip_batch_size`).
+    """
+    if batch_size == DEFAULT_BATCH_SIZE:
+        return min(batch_size, per_epoch)
+    return batch_size
 
 
 def _epoch_samples(n: int, update_frequency: int | None) -> int:
@@ -109,6 +121,9 @@ def _data(loss, n_objects, init, init_scale, validation, random_state, device, d
 def _run_svrg(comparisons, n_components, name, data, run, *, step_size, epsilon=0.0):
     run = {**run, "epsilon": epsilon}
     s = _prepare(comparisons, n_components, data, run, name, SVRG_CONSTRAINTS)
+    run["batch_size"] = _default_batch(
+        run["batch_size"], run["update_frequency"] or s.problem.n_samples
+    )
     relative = run.pop("relative_epsilon", False)
     if relative:
         run["epsilon"] *= s.problem.curvature_scale
@@ -172,7 +187,9 @@ def svrg_sbb(
         ``epsilon`` is the absolute epsilon of eq. (17) (Ma et al. use 0.02 to
         0.1), and the steps stay below ``1 / epsilon`` (eq. (15)).
     batch_size : int
-        b, comparisons per inner step, drawn with replacement.
+        b, comparisons per inner step, drawn with replacement; at most m (the
+        default is capped at m, a larger given b is clipped with a warning:
+        one inner step of b > m comparisons would move b / m times too far).
     update_frequency : int, optional
         m, comparisons sampled per epoch (``ceil(m / b)`` inner steps);
         default |Q| as in the paper. A smaller m (e.g. |Q| / 4) refreshes the
@@ -198,7 +215,8 @@ def svrg_sbb(
     lazy : bool
         O(b p) inner steps; False runs the dense O(n p) update (for testing).
     init : array-like, shape (n_objects, n_components), optional
-        Initial embedding; default i.i.d. ``N(0, init_scale^2)``.
+        Initial embedding; default i.i.d. ``N(0, init_scale^2)``. All rows
+        equal (all zeros) is refused: a saddle point of every ordinal loss.
     init_scale : float
     n_objects : int, optional
         Number of objects (default: max index + 1).
@@ -357,6 +375,8 @@ def sgd(
         alpha_0 (full-gradient units).
     learning_rate_decay : float
     batch_size : int
+        At most ``|Q| + 2m``, the comparisons of an epoch (see
+        :func:`svrg_sbb`).
     update_frequency : int, optional
         m of the SVRG epoch whose budget an epoch matches (default |Q|).
     max_iter, tol, init, init_scale, n_objects, validation, random_state,
@@ -389,10 +409,12 @@ def sgd(
         loss, n_objects, init, init_scale, validation, random_state, device, dtype
     )
     s = _prepare(comparisons, n_components, data, run, "SGD", SGD_CONSTRAINTS)
+    per_epoch = _epoch_samples(s.problem.n_samples, update_frequency)
+    run["batch_size"] = _default_batch(run["batch_size"], per_epoch)
     return _sgd(
         s.problem,
         s.x0,
-        samples_per_epoch=_epoch_samples(s.problem.n_samples, update_frequency),
+        samples_per_epoch=per_epoch,
         evaluate=s.evaluate,
         random_state=s.rs,
         name="SGD",

@@ -3,7 +3,7 @@
 The index is ``IndexPreTransform(LinearTransform(R^T), IndexPQ)``: faiss
 applies ``y = A x`` to column vectors, so our row-vector rotation ``x R`` is
 ``A = R^T``; the PQ centroids keep our (M, K, n / M) layout. faiss is an
-optional dependency (``pip install faiss-cpu``).
+optional dependency: ``pip install "embedopt[faiss]"`` (faiss-cpu).
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from .._core import DataValidationError, check_is_fitted
 from ..linalg.rotations import orthogonality_error
 
 __all__ = ["to_faiss"]
+
+#: How to install faiss: the project's ``faiss`` extra (faiss-cpu).
+FAISS_INSTALL = 'pip install "embedopt[faiss]"'
 
 
 def to_faiss(pq, codes=None, *, metric: str | None = None):
@@ -49,7 +52,8 @@ def to_faiss(pq, codes=None, *, metric: str | None = None):
         import faiss
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "to_faiss needs faiss: pip install faiss-cpu (or faiss-gpu)."
+            f"to_faiss needs faiss: {FAISS_INSTALL} (or pip install faiss-gpu on "
+            "a CUDA machine)."
         ) from exc
     check_is_fitted(pq, "codebooks_tensor_")
     K = pq.n_centroids

@@ -35,6 +35,7 @@ from .._core import (
     Options,
     RandomState,
     Registry,
+    check_memory,
     resolve_device,
     resolve_dtype,
     resolve_random_state,
@@ -408,6 +409,7 @@ def train_two_tower_index(
             f"n_components={n_components}."
         )
     data = as_interactions(interactions)
+    _check_tables(name, data.shape, n_components, device, dtype)
     n_warm = min(warm_start_samples, len(data))
     if n_centroids > n_warm:
         raise DataValidationError(
@@ -424,6 +426,27 @@ def train_two_tower_index(
         resolve_random_state(random_state, name),
         resolve_device(device),
         resolve_dtype(dtype),
+    )
+
+
+#: Copies of the id tables that training holds: weights, gradients and Adam's
+#: two moments.
+_TABLE_COPIES = 4
+
+
+def _check_tables(name, shape, n_components, device, dtype) -> None:
+    """Refuse id tables (one row per user and item) that cannot fit."""
+    itemsize = torch.empty((), dtype=resolve_dtype(dtype)).element_size()
+    n_rows = shape[0] + shape[1]
+    check_memory(
+        name,
+        _TABLE_COPIES * n_rows * n_components * itemsize,
+        resolve_device(device),
+        f"the id embeddings of {shape[0]} users and {shape[1]} items "
+        f"({n_components} columns)",
+        "A stray index or ids never remapped to 0..n-1 are the usual cause (the "
+        "shape is max index + 1 unless shape= is given): drop the stray pairs, "
+        "or remap the ids (np.unique(ids, return_inverse=True)).",
     )
 
 
