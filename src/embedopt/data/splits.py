@@ -12,6 +12,16 @@ from .entries import ObservedEntries
 __all__ = ["kfold_entries", "split_by_user", "split_entries"]
 
 
+def _fractions(fractions, owner: str) -> np.ndarray:
+    fr = np.asarray(fractions, dtype=float)
+    if fr.ndim != 1 or fr.size < 2 or (fr <= 0).any() or abs(fr.sum() - 1) > 1e-9:
+        raise InvalidParameterError(
+            f"The 'fractions' parameter of {owner} must be a sequence of at "
+            f"least two positive floats summing to 1. Got {tuple(fractions)!r}."
+        )
+    return fr
+
+
 def split_entries(
     entries: ObservedEntries,
     fractions: Sequence[float] = (0.8, 0.2),
@@ -33,12 +43,7 @@ def split_entries(
     tuple of ObservedEntries
         One per fraction, in order.
     """
-    fr = np.asarray(fractions, dtype=float)
-    if fr.ndim != 1 or fr.size < 2 or (fr <= 0).any() or abs(fr.sum() - 1) > 1e-9:
-        raise InvalidParameterError(
-            "The 'fractions' parameter of split_entries must be a sequence of at "
-            f"least two positive floats summing to 1. Got {tuple(fractions)!r}."
-        )
+    fr = _fractions(fractions, "split_entries")
     rng = resolve_random_state(random_state, "split_entries").numpy
     perm = rng.permutation(entries.nnz)
     bounds = np.round(np.cumsum(fr) * entries.nnz).astype(int)
@@ -110,12 +115,7 @@ def split_by_user(
     from .interactions import Interactions, as_interactions
 
     data = as_interactions(interactions)
-    fr = np.asarray(fractions, dtype=float)
-    if fr.ndim != 1 or fr.size < 2 or (fr <= 0).any() or abs(fr.sum() - 1) > 1e-9:
-        raise InvalidParameterError(
-            "The 'fractions' parameter of split_by_user must be a sequence of at "
-            f"least two positive floats summing to 1. Got {tuple(fractions)!r}."
-        )
+    fr = _fractions(fractions, "split_by_user")
     rng = resolve_random_state(random_state, "split_by_user").numpy
     # Shuffle, then stable-sort by user: each user's pairs in random order.
     perm = rng.permutation(len(data))

@@ -107,7 +107,8 @@ def precision_at_k(retrieved, relevant, k: int) -> float:
 
 
 def _rank_hits(retrieved, relevant, k: int):
-    """0/1 matrix (n_queries, k): is the result at rank r relevant; and |rel|."""
+    """0/1 matrix (n_queries, k) of relevant results by rank, |rel| per query,
+    and the mask of queries with a relevant item (at least one, else an error)."""
     _hits(retrieved, relevant, k)  # validates
     top = np.asarray(to_numpy(retrieved))[:, :k]
     rel = _relevant_sets(relevant, top.shape[0])
@@ -119,7 +120,10 @@ def _rank_hits(retrieved, relevant, k: int):
         first[where] = True
         marks[q] = np.isin(t, r) & first & (t >= 0)
     sizes = np.array([np.unique(r).size for r in rel], dtype=np.float64)
-    return marks, sizes
+    ok = sizes > 0
+    if not ok.any():
+        raise DataValidationError("No query has a relevant item.")
+    return marks, sizes, ok
 
 
 def ndcg_at_k(retrieved, relevant, k: int) -> float:
@@ -140,10 +144,7 @@ def ndcg_at_k(retrieved, relevant, k: int) -> float:
     -------
     float
     """
-    marks, sizes = _rank_hits(retrieved, relevant, k)
-    ok = sizes > 0
-    if not ok.any():
-        raise DataValidationError("No query has a relevant item.")
+    marks, sizes, ok = _rank_hits(retrieved, relevant, k)
     discount = 1.0 / np.log2(np.arange(2, marks.shape[1] + 2))
     dcg = marks @ discount
     cum = np.concatenate([[0.0], np.cumsum(discount)])
@@ -168,10 +169,7 @@ def average_precision_at_k(retrieved, relevant, k: int) -> float:
     -------
     float
     """
-    marks, sizes = _rank_hits(retrieved, relevant, k)
-    ok = sizes > 0
-    if not ok.any():
-        raise DataValidationError("No query has a relevant item.")
+    marks, sizes, ok = _rank_hits(retrieved, relevant, k)
     ranks = np.arange(1, marks.shape[1] + 1)
     prec = np.cumsum(marks, axis=1) / ranks
     ap = (prec * marks).sum(1) / np.maximum(np.minimum(sizes, marks.shape[1]), 1)

@@ -22,9 +22,9 @@ from __future__ import annotations
 import torch
 
 from .._core import InstanceOf, Interval, validated_params
-from ..linalg.points import Point, as_tuple, clone, norm, pack
+from ..linalg.points import Point, as_tuple, norm, pack
 from .line_search import armijo_backtracking
-from .monitor import IterationMonitor
+from .monitor import start_gradient_run
 from .objective import Objective
 from .result import SolverResult
 
@@ -114,21 +114,18 @@ def armijo_gradient_descent(
     >>> bool(torch.allclose(res.x, torch.ones(2), atol=1e-6))
     True
     """
-    monitor = IterationMonitor(
-        name,
-        max_iter,
-        tol,
-        stopping=lambda h: h.last("grad_norm") <= tol * g0_norm,
+    monitor, x, f, g = start_gradient_run(
+        objective,
+        x0,
+        name=name,
+        max_iter=max_iter,
+        tol=tol,
         verbose=verbose,
         callback=callback,
         owner=owner,
         nonfinite_hint="the objective or its gradient overflows (check the "
         "scaling of the data)",
     )
-    monitor.start()
-    x = clone(x0)
-    f, g = objective.value_and_grad(x)
-    f, g0_norm = float(f), norm(g)
     step = None
     for _ in monitor:
         diag = preconditioner(x) if callable(preconditioner) else preconditioner

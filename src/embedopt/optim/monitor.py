@@ -28,6 +28,7 @@ __all__ = [
     "IterationMonitor",
     "IterationState",
     "RelativeChange",
+    "start_gradient_run",
 ]
 
 
@@ -318,3 +319,51 @@ def _short(v) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
     return str(v)
+
+
+def start_gradient_run(
+    objective,
+    x0,
+    *,
+    name: str,
+    max_iter: int,
+    tol: float,
+    verbose: int,
+    callback,
+    owner: str | None,
+    nonfinite_hint: str,
+):
+    """Start a smooth solver: its monitor, and the value and gradient at x0.
+
+    The second-order and line-search solvers (:func:`~embedopt.optim.newton_cg`,
+    :func:`~embedopt.optim.armijo_gradient_descent`) share one stopping rule,
+    ``||grad f(x)|| <= tol ||grad f(x0)||`` on the ``grad_norm`` column,
+    and the same first evaluation.
+
+    Returns
+    -------
+    monitor : IterationMonitor
+        Started.
+    x : Point
+        A copy of ``x0``.
+    value : float
+    grad : Point
+    """
+    from ..linalg.points import clone, norm
+
+    ref = {}
+    monitor = IterationMonitor(
+        name,
+        max_iter,
+        tol,
+        stopping=lambda h: h.last("grad_norm") <= tol * ref["g0"],
+        verbose=verbose,
+        callback=callback,
+        owner=owner,
+        nonfinite_hint=nonfinite_hint,
+    )
+    monitor.start()
+    x = clone(x0)
+    f, g = objective.value_and_grad(x)
+    ref["g0"] = norm(g)
+    return monitor, x, float(f), g

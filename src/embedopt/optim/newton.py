@@ -31,9 +31,9 @@ from .._core import (
     validated_params,
 )
 from ..linalg.cg import cg
-from ..linalg.points import Point, axpy, clone, inner, norm, scale
+from ..linalg.points import Point, axpy, inner, norm, scale
 from .line_search import armijo_backtracking
-from .monitor import IterationMonitor
+from .monitor import start_gradient_run
 from .objective import Objective
 from .result import SolverResult
 
@@ -183,21 +183,18 @@ def newton_cg(
     True
     """
     product = _curvature_product(objective, use, name)
-    monitor = IterationMonitor(
-        name,
-        max_iter,
-        tol,
-        stopping=lambda h: h.last("grad_norm") <= tol * g0_norm,
+    monitor, x, f, g = start_gradient_run(
+        objective,
+        x0,
+        name=name,
+        max_iter=max_iter,
+        tol=tol,
         verbose=verbose,
         callback=callback,
         owner=owner,
         nonfinite_hint="the objective or its derivatives overflow (check the "
         "scaling of the data, or increase 'damping')",
     )
-    monitor.start()
-    x = clone(x0)
-    f, g = objective.value_and_grad(x)
-    f, g0_norm = float(f), norm(g)
     mu = float(damping)
     cg_options = dict(rtol=cg_rtol, max_iter=cg_max_iter)
     trials = _LS_TRIALS if line_search else 1

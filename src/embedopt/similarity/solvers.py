@@ -59,13 +59,15 @@ def _gn_diagonal(objective, x, n_probes: int, generator, floor: float = 1e-8):
     return pack(est, [a.clamp_min(low) for a in parts])
 
 
+def _mean(point) -> float:
+    parts = as_tuple(point)
+    return sum(float(a.sum()) for a in parts) / max(sum(a.numel() for a in parts), 1)
+
+
 def _initial_damping(objective, x0, relative: float, generator) -> float:
     if relative == 0:
         return 0.0
-    diag = _gn_diagonal(objective, x0, 1, generator)
-    parts = as_tuple(diag)
-    mean = sum(float(a.sum()) for a in parts) / sum(a.numel() for a in parts)
-    return relative * mean
+    return relative * _mean(_gn_diagonal(objective, x0, 1, generator))
 
 
 @validated_params(
@@ -221,11 +223,8 @@ def gradient_descent(
         def scale(x):
             if cache["age"] >= refresh:
                 diag = _gn_diagonal(objective, x, n_probes, gen)
-                parts = as_tuple(diag)
-                mean = sum(float(a.sum()) for a in parts) / sum(
-                    a.numel() for a in parts
-                )
-                cache["diag"] = pack(diag, [a + 1e-3 * mean for a in parts])
+                shift = 1e-3 * _mean(diag)
+                cache["diag"] = pack(diag, [a + shift for a in as_tuple(diag)])
                 cache["age"] = 0
             cache["age"] += 1
             return cache["diag"]
