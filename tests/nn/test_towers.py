@@ -193,3 +193,18 @@ def test_towers_on_cuda_match_cpu():
     assert gpu.encoder.dense.device.type == "cuda"
     ids = torch.arange(6)
     torch.testing.assert_close(gpu(ids.cuda()).cpu(), cpu(ids), rtol=1e-5, atol=1e-6)
+
+
+def test_sum_tower_adds_its_towers_and_checks_shapes():
+    from embedopt._core import InvalidParameterError
+    from embedopt.nn import EmbeddingTower, SumTower
+
+    g = torch.Generator().manual_seed(0)
+    a, b = EmbeddingTower(5, 3, generator=g), EmbeddingTower(5, 3, generator=g)
+    ids = torch.tensor([0, 4, 2])
+    assert torch.equal(SumTower(a, b)(ids), a(ids) + b(ids))
+    assert SumTower(a, b).n_ids == 5 and SumTower(a, b).n_components == 3
+    with pytest.raises(InvalidParameterError, match="same n_ids"):
+        SumTower(a, EmbeddingTower(6, 3, generator=g))
+    with pytest.raises(InvalidParameterError, match="at least one"):
+        SumTower()

@@ -186,3 +186,28 @@ def test_bad_input_is_refused_before_work():
     obj = AllPairsObjective(ut, it, pairs)
     with pytest.raises(InvalidParameterError, match="parameter tensors"):
         obj.value(obj.initial_point()[:1])
+
+
+def test_hybrid_auto_starts_gauss_newton_from_the_als_tables():
+    import warnings
+
+    from embedopt.nn import SumTower
+    from embedopt.similarity import TwoTowerModel
+
+    rng = np.random.default_rng(0)
+    pairs = (rng.integers(0, 12, 50), rng.integers(0, 9, 50))
+    feats = {"group": np.arange(12) % 3}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = TwoTowerModel(3, hidden=4, max_iter=2, random_state=0).fit(
+            pairs, user_features=feats
+        )
+        tables = TwoTowerModel(
+            3, user_tower="embedding", max_iter=2, random_state=0
+        ).fit(pairs, user_features=feats)
+    assert isinstance(model.user_tower_, SumTower)
+    assert model.solver_ == "gauss_newton" and tables.solver_ == "als"
+    warm = model.warm_start_history_
+    assert 1 <= len(warm["objective"]) <= 2
+    assert warm["objective"][-1] < warm["objective"][0]
+    assert tables.warm_start_history_ is None

@@ -15,7 +15,13 @@ from .losses import (
     in_batch_softmax_loss,
     retrieval_loss,
 )
-from .towers import EmbeddingTower, HybridTower, MLPTower, SideFeatureEncoder
+from .towers import (
+    EmbeddingTower,
+    HybridTower,
+    MLPTower,
+    SideFeatureEncoder,
+    SumTower,
+)
 
 __all__ = [
     "RETRIEVAL_LOSSES",
@@ -23,6 +29,7 @@ __all__ = [
     "HybridTower",
     "MLPTower",
     "SideFeatureEncoder",
+    "SumTower",
     "cosine_scores",
     "dot_scores",
     "in_batch_hinge_loss",

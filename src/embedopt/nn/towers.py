@@ -30,7 +30,13 @@ from torch import nn
 from .._core import InvalidParameterError
 from ..data import SideFeatures
 
-__all__ = ["EmbeddingTower", "HybridTower", "MLPTower", "SideFeatureEncoder"]
+__all__ = [
+    "EmbeddingTower",
+    "HybridTower",
+    "MLPTower",
+    "SideFeatureEncoder",
+    "SumTower",
+]
 
 
 @torch.no_grad()
@@ -378,3 +384,48 @@ class HybridTower(MLPTower):
             device=device,
             dtype=dtype,
         )
+
+
+class SumTower(_Tower):
+    """The sum of towers of the same ids: ``tower(i) = t_1(i) + ... + t_s(i)``.
+
+    With an :class:`EmbeddingTower` and an :class:`MLPTower` over side
+    features, an id's embedding is its own learned row plus what its features
+    predict: the matrix-factorization model is the special case of a zero
+    MLP, and ids with few interactions lean on their features (the "sum of
+    both" towers of all-pairs similarity learning).
+
+    Parameters
+    ----------
+    *towers : torch.nn.Module
+        Towers with the same ``n_ids`` and ``n_components``.
+
+    Examples
+    --------
+    >>> g = torch.Generator().manual_seed(0)
+    >>> a, b = EmbeddingTower(4, 3, generator=g), EmbeddingTower(4, 3, generator=g)
+    >>> t = SumTower(a, b)
+    >>> t(torch.tensor([0, 1])).shape
+    torch.Size([2, 3])
+    """
+
+    def __init__(self, *towers: nn.Module):
+        if not towers:
+            raise InvalidParameterError("SumTower needs at least one tower.")
+        ids = {getattr(t, "n_ids", None) for t in towers}
+        dims = {getattr(t, "n_components", None) for t in towers}
+        if len(ids) != 1 or len(dims) != 1:
+            raise InvalidParameterError(
+                "SumTower: the towers must have the same n_ids and n_components; "
+                f"got n_ids {sorted(ids, key=str)}, n_components "
+                f"{sorted(dims, key=str)}."
+            )
+        super().__init__(ids.pop(), dims.pop(), False)
+        self.towers = nn.ModuleList(towers)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """Sum of the towers' embeddings of ``ids``: shape (b, n_components)."""
+        out = self.towers[0](ids)
+        for tower in self.towers[1:]:
+            out = out + tower(ids)
+        return out

@@ -28,7 +28,7 @@ from ..metrics import (
     precision_at_k,
     recall_at_k,
 )
-from ..nn import EmbeddingTower, HybridTower, MLPTower
+from ..nn import EmbeddingTower, MLPTower, SumTower
 from .losses import LOSSES
 from .objective import AllPairsObjective, popularity_weights
 from .solvers import SOLVERS
@@ -64,8 +64,9 @@ class TwoTowerModel(BaseEstimator):
         Embedding dimension k.
     user_tower, item_tower : {"auto", "embedding", "mlp", "hybrid"} or torch.nn.Module
         ``"embedding"``: a learned row per id (matrix factorization);
-        ``"mlp"``: a two-layer MLP over the side features; ``"hybrid"``: id
-        embedding and side features through one MLP; ``"auto"``:
+        ``"mlp"``: a two-layer MLP over the side features; ``"hybrid"``: the
+        sum of both, an id embedding plus an MLP of the features
+        (:class:`~embedopt.nn.SumTower`); ``"auto"``:
         ``"hybrid"`` when that side has features, else ``"embedding"``. A
         module is used as is: it receives the ids (int64) of a batch of
         entities and returns their (batch, k) embeddings.
@@ -91,7 +92,10 @@ class TwoTowerModel(BaseEstimator):
         towers are embedding tables and the loss is square -- it reaches
         the objective of 20 Gauss-Newton iterations at a fraction of the
         time there -- and Gauss-Newton-CG otherwise (MLP towers, other
-        losses).
+        losses). With hybrid towers and the square loss, ``"auto"`` first
+        fits the id tables by ALS and zeroes the MLPs' output layers, so
+        Gauss-Newton starts from the matrix-factorization solution and
+        learns what the side features add.
     max_iter : int
         Outer iterations of the solver.
     tol : float
@@ -129,6 +133,10 @@ class TwoTowerModel(BaseEstimator):
     stop_reason_ : str
     solver_ : str
         The solver that ran (``"auto"`` resolved).
+    warm_start_history_ : dict of numpy.ndarray or None
+        With ``solver="auto"``, hybrid towers and the square loss: the
+        history of the ALS fit of the id tables that Gauss-Newton started
+        from (see Notes).
     shape_ : tuple of int
         ``(m, n)``.
 
@@ -241,8 +249,11 @@ class TwoTowerModel(BaseEstimator):
             return EmbeddingTower(n, k, std=0.1, **common)
         if spec == "mlp":
             return MLPTower(features, k, hidden=self.hidden, normalize=False, **common)
-        return HybridTower(
-            n, k, features, hidden=self.hidden, id_std=0.1, normalize=False, **common
+        # "hybrid": the id's own row plus what its features predict (the sum of
+        # both towers); matrix factorization is the case of a zero MLP.
+        return SumTower(
+            EmbeddingTower(n, k, std=0.1, **common),
+            MLPTower(features, k, hidden=self.hidden, normalize=False, **common),
         )
 
     def _resolve_solver(self, user_tower, item_tower) -> str:
@@ -253,6 +264,49 @@ class TwoTowerModel(BaseEstimator):
             for t in (user_tower, item_tower)
         )
         return "als" if tables and self.loss == "square" else "gauss_newton"
+
+    def _warm_start(self, objective, user_tower, item_tower, data, ctx):
+        """ALS on the id tables of sum towers, then the MLPs start at zero.
+
+        With ``solver="auto"`` and towers that have an id table (embedding
+        or hybrid towers) and the square loss, Gauss-Newton starts from the
+        exact matrix-factorization solution of the same objective restricted
+        to the tables: the MLPs' output layers are zeroed, so the start *is*
+        that solution, and Gauss-Newton only has to learn what the side
+        features add. Returns the ALS history (None when not applicable).
+        """
+        parts = [_table_part(t) for t in (user_tower, item_tower)]
+        if None in parts or self.loss != "square":
+            return None
+        a, b = objective.sides[0].weights, objective.sides[1].weights
+        tables = AllPairsObjective(
+            *parts,
+            data,
+            omega=self.omega,
+            lam=self.lam,
+            user_weights=a.cpu().numpy(),
+            item_weights=b.cpu().numpy(),
+            imputation=self.imputation,
+            imputed=self.imputed,
+            chunk_size=self.chunk_size,
+        )
+        warm = SOLVERS.get("als")(
+            tables,
+            tables.initial_point(),
+            max_iter=self.max_iter,
+            tol=self.tol,
+            random_state=ctx.random_state,
+            verbose=self.verbose,
+        )
+        tables.load(warm.x)
+        with torch.no_grad():
+            for tower in (user_tower, item_tower):
+                if isinstance(tower, SumTower):
+                    for part in tower.towers[1:]:
+                        last = [m for m in part.modules() if isinstance(m, nn.Linear)]
+                        last[-1].weight.zero_()
+                        last[-1].bias.zero_()
+        return {key: np.asarray(v) for key, v in dict(warm.history).items()}
 
     def _weights(self, data, m: int, n: int):
         if self.weights == "uniform":
@@ -360,6 +414,11 @@ class TwoTowerModel(BaseEstimator):
             callback = self._validation_callback(objective, validation, records)
         options = dict(self.solver_options or {})
         self.solver_ = self._resolve_solver(user_tower, item_tower)
+        self.warm_start_history_ = None
+        if self.solver == "auto" and self.solver_ == "gauss_newton":
+            self.warm_start_history_ = self._warm_start(
+                objective, user_tower, item_tower, data, ctx
+            )
         result = SOLVERS.get(self.solver_)(
             objective,
             objective.initial_point(),
@@ -488,6 +547,16 @@ class TwoTowerModel(BaseEstimator):
         users, relevant = _by_user(held)
         ids = self.recommend(users, k, exclude_seen=exclude_seen)
         return {**_ranking_metrics(ids, relevant, k), "n_users": int(users.size)}
+
+
+def _table_part(tower):
+    """The id table of a built-in embedding or hybrid (sum) tower, else None."""
+    if isinstance(tower, EmbeddingTower) and not tower.normalize:
+        return tower
+    if isinstance(tower, SumTower) and isinstance(tower.towers[0], EmbeddingTower):
+        others_mlp = all(isinstance(t, MLPTower) for t in tower.towers[1:])
+        return tower.towers[0] if others_mlp else None
+    return None
 
 
 def _by_user(data) -> tuple[np.ndarray, list]:
