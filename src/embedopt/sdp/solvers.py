@@ -250,13 +250,14 @@ def estimate_gamma(
     warm-started with the ``vector`` of the previous half-step. A power
     iteration only ever under-estimates ``||G||_2``, and a gamma below
     ``lambda_max(G) / 2`` gives the surrogate negative curvature along
-    ``X - Y`` (``F(V + E, V - E) - F(V, V) = 2 gamma ||E||^2 - <G, E E^T>``
-    to second order, G symmetric): where ``||G||`` grows quickly along the run (CMVU, whose
-    ``||G||`` grows 60-fold on the digits), a single warm iteration lagged
-    behind, ``||X - Y||`` grew to hundreds and the surrogate increased in 34
-    of 1,000 iterations; iterating to a 1 % change removed both (0.47 ->
-    0.92 of the rank-2 optimum after 1,000 iterations). On NPKL it mostly
-    stops after two iterations (a1a: 286 instead of 282 iterations).
+    ``X - Y`` (to second order, ``F(V + E, V - E) - F(V, V) = 2 gamma
+    ||E||^2 - <G, E E^T>`` for symmetric G). Where ``||G||`` grows quickly
+    along the run (CMVU: 30-fold on the digits), a single warm iteration
+    lagged behind, ``||X - Y||`` grew to hundreds and the surrogate
+    increased in 34 of 1,000 iterations; iterating to a 1 % change removed
+    both (0.47 -> 0.92 of the rank-2 optimum after 1,000 iterations). On
+    NPKL it mostly stops after two iterations (a1a: 286 instead of 282
+    iterations).
 
     Parameters
     ----------
