@@ -9,10 +9,12 @@ distances on the raw pixels (0..16), the one-hot label kernel K, lambda = 1.
 - f*: BM-L-BFGS to rounding level (``tol=0``) at rank ``--rank``; its
   gradient G is checked for PSD-ness (``lambda_min(G)``): at a rank below
   that of Z*, G has a clearly negative eigenvalue and f* is only the best
-  rank-r value, not the SDP optimum (see the README). r = 40 by default: on
-  all digits, r = 20 stops where G has 22 negative eigenvalues (the lowest
-  -21, f 7e-5 above the r = 40 value), r = 40 where ``lambda_min(G) = -1e-4``
-  (``||G||_2 = 3.7e4``), so Z* has a rank between 20 and 40.
+  rank-r value, not the SDP optimum (see the README). r = 40 by default:
+  on all digits, r = 20 stops where G has 22 negative eigenvalues (the
+  lowest -21, f 7e-5 above the r = 40 value), r = 40 where
+  ``lambda_min(G) = -1e-4`` (``||G||_2 = 3.7e4``), so Z* has a rank between
+  20 and 40. ``--quick`` (n = 300) uses r = 20, where ``lambda_min(G) =
+  -2e-3`` for ``||G||_2 = 4.8e4``.
 - AAGD, BM-AGD, BM-L-BFGS and Frank-Wolfe (Laue's hybrid, from Z = 0; CMVU
   has no trace bound of its own, so ``tau = 2 tr(Z_ref)``, valid because it
   contains the reference's optimum) each run from the same random factor
@@ -24,7 +26,7 @@ distances on the raw pixels (0..16), the one-hot label kernel K, lambda = 1.
   centered factor's top singular directions), plotted coloured by class;
   leave-one-out 1-NN accuracy of that 2-d embedding and of the raw pixels.
 
-    python benchmarks/sdp/cmvu_digits.py --quick        # n = 300 (~40 s)
+    python benchmarks/sdp/cmvu_digits.py --quick        # n = 300, r = 20 (~25 s)
     python benchmarks/sdp/cmvu_digits.py                # n = 1797
     python benchmarks/sdp/cmvu_digits.py --rank 2       # the rank-2 problem
 
@@ -57,12 +59,12 @@ def _args():
     p = _shared.parser(__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=None, help="default 300 quick, 1797")
     p.add_argument("--n-neighbors", type=int, default=None, help="default 1 %% of n")
-    p.add_argument("--rank", type=int, default=40, help="r of every factor solver")
+    p.add_argument("--rank", type=int, default=None, help="r (default 20 / 40)")
     p.add_argument("--lam", type=float, default=1.0)
     p.add_argument("--accuracy", type=float, default=1e-6, help="relative target")
     p.add_argument("--max-iter", type=int, default=100_000)
     p.add_argument(
-        "--time-limit", type=float, default=None, help="s per solver (8 / 45)"
+        "--time-limit", type=float, default=None, help="CPU s per solver (6 / 45)"
     )
     p.add_argument("--ref-time", type=float, default=None, help="s (20 / 90)")
     return p.parse_args()
@@ -206,7 +208,8 @@ def main():
     import numpy as np
 
     n = args.n or (300 if args.quick else 1797)
-    time_limit = args.time_limit or (8.0 if args.quick else 45.0)
+    args.rank = args.rank or (20 if args.quick else 40)
+    time_limit = args.time_limit or (6.0 if args.quick else 45.0)
     ref_time = args.ref_time or (20.0 if args.quick else 90.0)
     X, y = digits(n)
     k = args.n_neighbors or max(1, round(0.01 * n))
