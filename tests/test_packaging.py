@@ -39,8 +39,10 @@ def test_extras_named_in_the_documents_exist():
 
 
 def test_every_extra_is_used():
-    # test: the README's test command; faiss: quantization.to_faiss
-    assert set(_extras()) == {"test", "faiss"}
+    # test: the README's test command; faiss: quantization.to_faiss;
+    # exact: sdp.solve_exact (CVXPY)
+    assert set(_extras()) == {"test", "faiss", "exact"}
+    assert any(req.startswith("cvxpy") for req in _extras()["exact"])
     assert any(req.startswith("faiss-cpu") for req in _extras()["faiss"])
 
 

@@ -133,6 +133,24 @@ def test_gamma_estimate_sees_the_gradient():
     assert prob.lipschitz + norm < est.lipschitz <= prob.lipschitz + 2 * norm + 1e-9
 
 
+def test_gamma_power_iteration_continues_from_a_stale_warm_start():
+    # Warm-started from a vector nearly orthogonal to G's top eigenvector (G
+    # changed since the last half-step), one power iteration sees a fifth of
+    # ||G||_2, so gamma would fall below lambda_max(G) / 2, where X - Y drifts
+    prob = _tiny()
+    X, Y = _factors()
+    g = prob.gradient(X, Y)
+    Gd = torch.stack([g.matmul(e[:, None])[:, 0] for e in torch.eye(12).double()])
+    w, U = torch.linalg.eigh(Gd)
+    top = int(torch.argmax(w.abs()))
+    stale = U[:, [6]] + 0.05 * U[:, [top]]
+    norm = float(w.abs().max())
+    one_step, _ = g.spectral_norm(stale, 1)
+    assert one_step < 0.3 * norm
+    est = estimate_gamma(prob, X, Y, g, vector=stale)
+    assert est.lipschitz - prob.lipschitz == pytest.approx(2 * norm, rel=1e-3)
+
+
 def test_knn_pairs_connects_the_components():
     X = np.concatenate([np.zeros((5, 2)), 50 + np.zeros((5, 2)), [[0, 200]] * 5])
     X += np.random.default_rng(0).normal(scale=0.01, size=X.shape)

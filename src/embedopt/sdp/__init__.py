@@ -6,7 +6,8 @@ gradient descent (AAGD, Hu's Algorithm 1), the Burer-Monteiro baselines on
 ``f(V V^T)``, Frank-Wolfe under a trace bound (with Laue's local steps; it
 chooses the rank), and nonparametric kernel learning (NPKL, eq. 13) as a
 problem and an estimator, and colored maximum variance unfolding (CMVU,
-eq. 23) likewise.
+eq. 23) likewise; :func:`solve_exact` is the dense CVXPY reference (optional
+extra ``exact``) that certifies them on small instances.
 """
 
 from .cmvu import CMVUProblem, knn_pairs, one_hot_labels
@@ -20,6 +21,7 @@ from .problems import (
     knn_laplacian,
     sample_pairs,
 )
+from .reference import EXACT_SOLVERS, solve_exact
 from .solvers import (
     AAGD_CONSTRAINTS,
     BURER_MONTEIRO_CONSTRAINTS,
@@ -37,6 +39,7 @@ from .solvers import (
 __all__ = [
     "AAGD_CONSTRAINTS",
     "BURER_MONTEIRO_CONSTRAINTS",
+    "EXACT_SOLVERS",
     "FRANK_WOLFE_CONSTRAINTS",
     "SOLVERS",
     "CMVUProblem",
@@ -59,4 +62,5 @@ __all__ = [
     "one_hot_labels",
     "quartic_step",
     "sample_pairs",
+    "solve_exact",
 ]
