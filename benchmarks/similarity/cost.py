@@ -45,7 +45,7 @@ the smallest ones): ~1 means linear, ~2 quadratic; fitted to wall-clock and to
 user CPU seconds (the arithmetic, without the kernel's page zeroing).
 
     python benchmarks/similarity/cost.py --quick        # m + n up to 2*10^4, < 1 min
-    python benchmarks/similarity/cost.py                # up to 10^6, ~8 min
+    python benchmarks/similarity/cost.py                # up to 10^6, ~5 min
 
 Default ``--threads 1`` (torch and BLAS pools): the machine the README's
 numbers come from has 2 cores shared with other jobs. Writes
@@ -651,6 +651,7 @@ def _plot(runs, args, path) -> None:
     fig, axes = plt.subplots(1, len(args.towers), figsize=(5.5 * len(args.towers), 4))
     axes = [axes] if len(args.towers) == 1 else list(axes)
     styles = {"value": "o", "value_and_grad": "s", "gnvp": "^"}
+    colors = {"value": "C0", "value_and_grad": "C1", "gnvp": "C2"}
     labels = {"value": "value", "value_and_grad": "gradient", "gnvp": "GN product"}
     for ax, kind in zip(axes, args.towers, strict=True):
         rs = [r for r in runs if r["towers"] == kind]
@@ -662,8 +663,26 @@ def _plot(runs, args, path) -> None:
                     [r[impl][k] for r in have],
                     line,
                     marker=styles[k],
+                    color=colors[k],
                     label=f"{impl}: {labels[k]}",
                 )
+        # Guides through our smallest gradient time: slope 1 over every size,
+        # slope 2 over the naive ones.
+        x0, t0 = rs[0]["m_plus_n"], rs[0]["ours"]["value_and_grad"]
+        ends = {
+            1: max(r["m_plus_n"] for r in rs),
+            2: max((r["m_plus_n"] for r in rs if "naive" in r), default=x0),
+        }
+        for power, style in ((1, ":"), (2, "-.")):
+            xs = [x0, ends[power]]
+            ax.plot(
+                xs,
+                [t0 * (x / x0) ** power for x in xs],
+                style,
+                color="gray",
+                lw=0.8,
+                label=f"~ (m + n)^{power}",
+            )
         ax.set(
             xscale="log",
             yscale="log",
