@@ -63,7 +63,7 @@ def test_layout_one_folder_per_domain():
     assert not list(BENCHMARKS.glob("*_common.py"))
     for d in DOMAINS:
         assert (BENCHMARKS / d / "README.md").is_file()
-    assert len(scripts()) == 21
+    assert len(scripts()) == 22
 
 
 def test_every_benchmark_parses_help():
