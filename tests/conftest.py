@@ -14,6 +14,14 @@ from embedopt.data import ObservedEntries
 # Tests are tiny: one thread avoids OpenMP barrier stalls on a loaded machine.
 torch.set_num_threads(1)
 
+try:  # the property suite's hypothesis profiles, registered before
+    # hypothesis reads --hypothesis-profile (tests/property/_harness.py)
+    from tests.property._harness import register_profiles
+except ImportError:  # hypothesis is not installed: tests/property skips
+    pass
+else:
+    register_profiles()
+
 
 def data_dir() -> Path | None:
     """The real-data folder ($EMBEDOPT_DATA), or None when absent."""

@@ -1,5 +1,6 @@
 """Core services: devices, dtypes, randomness, validation, errors, logging."""
 
+from .arrays import as_array
 from .base import BaseEstimator, check_is_fitted, clone
 from .context import FitContext, resolve_fit_context
 from .deprecation import renamed_parameters
@@ -43,6 +44,7 @@ __all__ = [
     "Options",
     "RandomState",
     "Registry",
+    "as_array",
     "canonical_name",
     "check_is_fitted",
     "check_memory",

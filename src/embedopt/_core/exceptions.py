@@ -61,5 +61,7 @@ class DataWarning(UserWarning):
     """Input data are usable but look wrong.
 
     For example, one stray index far above all others inflates a shape
-    inferred as ``max index + 1``, and with it the memory and time of a fit.
+    inferred as ``max index + 1``, and with it the memory and time of a fit;
+    or a k-NN graph of the data falls into several components; or there are
+    fewer samples per epoch than the batch size asks (it is clipped).
     """

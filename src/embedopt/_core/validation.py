@@ -40,7 +40,9 @@ class Interval:
     Parameters
     ----------
     kind : {int, float}
-        ``int`` admits integers only (bools excluded); ``float`` admits any real.
+        ``int`` admits integers only (bools excluded); ``float`` admits any real
+        except integers beyond int64 (torch cannot take them as scalars; pass
+        ``1e19``, not ``10**19``).
     left, right : float or None
         Bounds; None means unbounded, and then infinite values are outside
         (the message reads ``[0, inf)``): no weight, step or tolerance is
@@ -65,6 +67,8 @@ class Interval:
             if not isinstance(value, numbers.Integral):
                 return False
         elif not isinstance(value, numbers.Real):
+            return False
+        elif isinstance(value, numbers.Integral) and not -(2**63) <= value < 2**63:
             return False
         value = float(value)
         if math.isnan(value):
@@ -111,8 +115,8 @@ class Options:
 
     def is_satisfied_by(self, value: Any) -> bool:
         try:
-            return value in self._container
-        except TypeError:
+            return bool(value in self._container)
+        except (TypeError, ValueError):  # unhashable, or an array's == test
             return False
 
     def __str__(self) -> str:
@@ -169,9 +173,10 @@ def _is_device(v) -> bool:
 
 
 def _is_dtype(v) -> bool:
+    # compare by identity or type first: an array's == is elementwise
     return (
-        v in ("float32", "float64")
-        or v in (torch.float32, torch.float64)
+        (isinstance(v, str) and v in ("float32", "float64"))
+        or (isinstance(v, torch.dtype) and v in (torch.float32, torch.float64))
         or (
             isinstance(v, (type, np.dtype))
             and np.dtype(v).name in ("float32", "float64")

@@ -108,10 +108,26 @@ def float_type(minimum: float = 0.0, *, strict: bool = False, auto: bool = False
     return parse
 
 
+def _kind(text: str) -> tuple[Path, str]:
+    """The path of an option value and what is there: "file", "dir" or "".
+
+    The operating system's refusals (a name too long for the file system, a
+    folder that cannot be searched) become the option's own one-line error.
+    """
+    path = Path(text).expanduser()
+    try:
+        kind = "file" if path.is_file() else "dir" if path.is_dir() else ""
+        folder_ok = path.parent.is_dir()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise argparse.ArgumentTypeError(f"cannot use {text!r}: {reason}") from None
+    return path, kind if kind or folder_ok else "no folder"
+
+
 def existing_dir(text: str) -> str:
     """An argparse ``type`` for a folder that must exist (``--data-dir``)."""
-    path = Path(text).expanduser()
-    if not path.is_dir():
+    path, kind = _kind(text)
+    if kind != "dir":
         raise argparse.ArgumentTypeError(f"folder {text!r} does not exist")
     return str(path)
 
@@ -148,11 +164,11 @@ def output_file(kind: str = "file"):
     """
 
     def parse(text: str) -> str:
-        path = Path(text).expanduser()
+        path, what = _kind(text)
         folder = path.parent
-        if path.is_dir():
+        if what == "dir":
             raise argparse.ArgumentTypeError(f"{text!r} is a folder, not a file name")
-        if not folder.is_dir():
+        if what == "no folder":
             raise argparse.ArgumentTypeError(
                 f"cannot write {text!r}: folder '{folder}' does not exist"
             )
@@ -205,10 +221,10 @@ def data_source(datasets, files: str):
     def parse(text: str) -> str:
         if text in datasets:
             return text
-        path = Path(text).expanduser()
-        if path.is_file():
+        path, what = _kind(text)
+        if what == "file":
             return str(path)
-        if path.is_dir():
+        if what == "dir":
             raise argparse.ArgumentTypeError(
                 f"{text!r} is a folder; give {files} or one of the built-in "
                 f"datasets: {', '.join(datasets)}"

@@ -107,6 +107,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_single_values(parser, args) -> None:
+    """Refuse an option given ``--`` as its value (``--data=--``): argparse
+    drops the ``--`` and stores an empty list where one value belongs."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command = sub.choices[args.command]
+    for action in command._actions:
+        if action.option_strings and action.nargs is None:
+            if getattr(args, action.dest, None) == []:  # never a parsed value
+                name = "/".join(action.option_strings)
+                command.error(f"argument {name}: expected one argument")
+
+
 def _debugging(args) -> bool:
     return bool(getattr(args, "debug", False)) or os.environ.get(DEBUG_ENV, "") not in (
         "",
@@ -178,6 +190,7 @@ def main(argv=None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    _check_single_values(parser, args)
     debug = _debugging(args)
     _line_buffered(sys.stdout)
     try:

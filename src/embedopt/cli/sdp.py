@@ -17,6 +17,7 @@ from ._common import (
     report_warnings,
     save_plot,
     table_rows,
+    warning_line,
     write_json,
 )
 
@@ -95,7 +96,7 @@ def add_arguments(p) -> None:
 def _read_libsvm(path, n_rows=None, n_features=_A1A_FEATURES):
     """Dense features and labels of an svmlight / LIBSVM file (first ``n_rows``)."""
     rows, labels = [], []
-    with open(path) as fh:
+    with open(path, encoding="latin-1") as fh:
         for number, line in enumerate(fh, 1):
             if n_rows is not None and len(labels) >= n_rows:
                 break
@@ -104,14 +105,18 @@ def _read_libsvm(path, n_rows=None, n_features=_A1A_FEATURES):
                 x = np.zeros(n_features)
                 for item in items:
                     k, v = item.split(":")
+                    if not 1 <= int(k) <= n_features:  # x[-1] would take a 0
+                        raise IndexError(k)
                     x[int(k) - 1] = float(v)
                 labels.append(int(float(label)))
-            except (ValueError, IndexError):
+            except (ValueError, IndexError, OverflowError):
                 raise CommandError(
                     f"{path}, line {number}: not a LIBSVM line 'label k:v ...' "
                     f"with 1 <= k <= {n_features}"
                 ) from None
             rows.append(x)
+    if not rows:
+        raise CommandError(f"{path} has no LIBSVM lines 'label k:v ...'")
     return np.array(rows), np.array(labels)
 
 
@@ -149,9 +154,11 @@ def _load(args):
             X, y = _read_libsvm(path, n)
             return X, y, "a1a"
         print(
-            "note: LIBSVM adult a1a not found under --data-dir or $EMBEDOPT_DATA "
-            f"(libsvm-adult/a1a); running on the synthetic fallback (two Gaussian "
-            f"classes, n = {n or 400}) instead.",
+            warning_line(
+                "LIBSVM adult a1a not found under --data-dir or $EMBEDOPT_DATA "
+                f"(libsvm-adult/a1a); running on the synthetic fallback (two "
+                f"Gaussian classes, n = {n or 400}) instead."
+            ),
             file=sys.stderr,
         )
     X, y = _synthetic(n or 400, args.seed)

@@ -15,13 +15,16 @@ from .._core import (
     Interval,
     InvalidParameterError,
     Options,
+    as_array,
     check_is_fitted,
     check_memory,
     renamed_parameters,
     resolve_fit_context,
     to_numpy,
+    validate_params,
 )
 from ..data import ObservedEntries, as_observed_entries, split_entries
+from ..metrics import rmse
 from .centering import CENTERINGS, Centering
 from .losses import LOSSES, Loss, get_loss
 from .path import fit_path
@@ -68,14 +71,14 @@ def _index_matrix(X, cols, shape) -> np.ndarray:
     elif isinstance(X, tuple) and len(X) in (ndim, ndim + 1):
         arrays = X[:ndim]
     else:
-        a = np.asarray(X)
+        a = as_array(X, "Positions")
         if a.ndim != 2 or a.shape[1] != ndim:
             raise DataValidationError(
                 f"Positions must be an (n, {ndim}) array, a tuple of {ndim} index "
                 f"arrays or ObservedEntries; got shape {a.shape}."
             )
         arrays = tuple(a.T)
-    arrays = [np.atleast_1d(np.asarray(a)) for a in arrays]
+    arrays = [np.atleast_1d(as_array(a, "An index array")) for a in arrays]
     if (
         len(arrays) != ndim
         or len({a.shape for a in arrays}) != 1
@@ -124,13 +127,13 @@ class _CompletionEstimator(BaseEstimator):
         if y is None:
             entries = as_observed_entries(X, shape, owner=type(self).__name__)
         else:
-            a = X if isinstance(X, tuple) else np.asarray(X)
+            a = X if isinstance(X, tuple) else as_array(X, "Positions")
             ndim = (
                 len(a) if isinstance(a, tuple) else (a.shape[1] if a.ndim == 2 else 0)
             )
             big = (np.iinfo(np.int64).max,) * max(ndim, 1)
             idx = _index_matrix(X, None, big)
-            entries = ObservedEntries(idx, np.asarray(to_numpy(y)).ravel(), shape)
+            entries = ObservedEntries(idx, as_array(y, "y"), shape)
         self._check_entries(entries)
         return entries
 
@@ -333,7 +336,7 @@ class _CompletionEstimator(BaseEstimator):
         pred = self.decision_function(entries.indices)
         if self._loss.binary:
             return float(np.mean(np.where(pred >= 0, 1.0, -1.0) == entries.values))
-        return -float(np.sqrt(np.mean((pred - entries.values) ** 2)))
+        return -rmse(entries.values, pred)
 
     def to_dense(self, max_elements: int = 10**8) -> np.ndarray:
         """The whole completed matrix (tensor) on the original scale; small only.
@@ -348,7 +351,12 @@ class _CompletionEstimator(BaseEstimator):
         numpy.ndarray of shape ``shape_``
         """
         check_is_fitted(self, "shape_")
-        size = int(np.prod(self.shape_))
+        validate_params(
+            f"{type(self).__name__}.to_dense",
+            {"max_elements": max_elements},
+            {"max_elements": [Interval(int, 0, None)]},
+        )
+        size = math.prod(self.shape_)
         if size > max_elements:
             raise DataValidationError(
                 f"The completed array has {size} entries (> max_elements="

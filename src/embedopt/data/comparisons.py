@@ -8,6 +8,7 @@ import numpy as np
 
 from .._core import DataValidationError, InvalidParameterError, resolve_random_state
 from .entries import _as_int, infer_size
+from .splits import split_bounds
 
 __all__ = [
     "ComparisonWarning",
@@ -346,18 +347,16 @@ def split_comparisons(
     -------
     tuple of Comparisons
         One per fraction, in order; all with the same ``n_objects``.
+
+    Raises
+    ------
+    DataValidationError
+        When a part would be empty (fewer comparisons than parts need).
     """
-    fr = np.asarray(fractions, dtype=float)
-    if fr.ndim != 1 or fr.size < 2 or (fr <= 0).any() or abs(fr.sum() - 1) > 1e-9:
-        raise InvalidParameterError(
-            "The 'fractions' parameter of split_comparisons must be a sequence of at "
-            f"least two positive floats summing to 1. Got {tuple(fractions)!r}."
-        )
-    rng = resolve_random_state(random_state, "split_comparisons").numpy
     m = len(comparisons)
+    bounds = split_bounds(m, fractions, "split_comparisons", "comparisons")
+    rng = resolve_random_state(random_state, "split_comparisons").numpy
     perm = rng.permutation(m)
-    bounds = np.round(np.cumsum(fr) * m).astype(int)
-    bounds[-1] = m
     parts, start = [], 0
     for end in bounds:
         parts.append(comparisons.subset(np.sort(perm[start:end])))

@@ -8,13 +8,17 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from .._core import DataValidationError, DataWarning
+from .._core import DataValidationError, DataWarning, as_array
 
 __all__ = ["ObservedEntries", "as_observed_entries"]
 
 _AGGREGATIONS = ("mean", "sum", "first", "last", "max", "min")
 
 _INT64_MAX = int(np.iinfo(np.int64).max)
+_BOOLEAN_INDICES = (
+    "Indices must be integers; got booleans (a mask?). Use np.flatnonzero(mask) "
+    "for the positions it selects."
+)
 #: An inferred size (max index + 1) from this one up is checked for sparse use:
 #: below it, the per-index state of any fit is small whatever the indices.
 _SPARSE_CHECK_SIZE = 10_000
@@ -67,7 +71,7 @@ class ObservedEntries:
         check_duplicates: bool = True,
     ):
         idx = _as_index_matrix(indices)
-        vals = np.asarray(values)
+        vals = as_array(values, "The observed values")
         if vals.ndim != 1:
             vals = vals.reshape(-1) if vals.size == idx.shape[0] else vals
         if vals.ndim != 1 or vals.shape[0] != idx.shape[0]:
@@ -93,7 +97,7 @@ class ObservedEntries:
             shape = tuple(
                 infer_size(idx[:, d], names[d], "shape") for d in range(idx.shape[1])
             )
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = _as_shape(shape)
         self.indices = idx
         self.values = vals
         if validate:
@@ -114,7 +118,7 @@ class ObservedEntries:
         -------
         ObservedEntries
         """
-        rows, cols = np.asarray(rows), np.asarray(cols)
+        rows, cols = as_array(rows, "rows"), as_array(cols, "cols")
         if rows.shape != cols.shape:
             raise DataValidationError(
                 f"rows and cols must have the same length; got {rows.shape} and "
@@ -152,7 +156,7 @@ class ObservedEntries:
         -------
         ObservedEntries
         """
-        a = np.asarray(array)
+        a = as_array(array, "The dense input")
         if np.iscomplexobj(a):
             raise DataValidationError(
                 f"A dense input must be real; got dtype {a.dtype}. Pass np.real(X) "
@@ -303,7 +307,9 @@ def _as_index_matrix(indices) -> np.ndarray:
         and len(indices) > 0
         and all(np.ndim(a) == 1 for a in indices)
     ):
-        arrays = [np.asarray(a) for a in indices]
+        arrays = [as_array(a, "An index array") for a in indices]
+        if any(a.dtype == np.bool_ for a in arrays):  # np.stack would cast them
+            raise DataValidationError(_BOOLEAN_INDICES)
         lengths = {a.shape[0] for a in arrays}
         if len(lengths) != 1:
             raise DataValidationError(
@@ -316,13 +322,31 @@ def _as_index_matrix(indices) -> np.ndarray:
             else np.empty((0, len(arrays)), dtype=np.int64)
         )
     else:
-        idx = np.asarray(indices)
+        idx = as_array(indices, "The indices")
         if idx.ndim != 2:
             raise DataValidationError(
                 f"indices must have shape (nnz, ndim) or be a tuple of 1-D arrays; "
                 f"got shape {idx.shape}."
             )
     return _as_int(idx)
+
+
+def _as_shape(shape) -> tuple[int, ...]:
+    """A shape given by the user as a tuple of ints (numpy ints included)."""
+    dims = None
+    if not isinstance(shape, (str, bytes)):
+        try:
+            dims = tuple(shape)
+        except TypeError:
+            dims = None
+    if not dims or any(
+        isinstance(s, (bool, np.bool_)) or not isinstance(s, numbers.Integral)
+        for s in dims
+    ):
+        raise DataValidationError(
+            f"shape must be a tuple of ints, one size per mode; got {shape!r}."
+        )
+    return tuple(int(s) for s in dims)
 
 
 def _fits_int64(shape) -> bool:
@@ -394,10 +418,7 @@ def infer_size(idx: np.ndarray, what: str, parameter: str) -> int:
 
 def _as_int(idx: np.ndarray) -> np.ndarray:
     if idx.dtype == np.bool_:
-        raise DataValidationError(
-            "Indices must be integers; got booleans (a mask?). Use "
-            "np.flatnonzero(mask) for the positions it selects."
-        )
+        raise DataValidationError(_BOOLEAN_INDICES)
     if np.issubdtype(idx.dtype, np.unsignedinteger) and idx.size:
         top = int(idx.max())
         if top > _INT64_MAX:
@@ -410,6 +431,9 @@ def _as_int(idx: np.ndarray) -> np.ndarray:
     if np.issubdtype(idx.dtype, np.integer):
         return idx.astype(np.int64, copy=False)
     if np.issubdtype(idx.dtype, np.floating):
+        # float16/32 hold integers exactly in float64, and 2**63 below would
+        # overflow float16 (a NumPy warning)
+        idx = idx.astype(np.float64, copy=False)
         # float64 holds 2**63 exactly, int64 does not: >= refuses it too
         bad = ~np.isfinite(idx) | (np.floor(idx) != idx) | (np.abs(idx) >= 2.0**63)
         if bad.any():

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .._core import DataValidationError
+from .._core import DataValidationError, as_array
 from .entries import ObservedEntries, _as_int, infer_size
 
 __all__ = ["Interactions", "SideFeatures", "as_interactions", "as_side_features"]
@@ -121,7 +121,7 @@ def as_interactions(X, shape=None) -> Interactions:
             "Interactions must be ObservedEntries or a tuple (users, items[, "
             f"values]); got {type(X).__name__}."
         )
-    users, items = np.asarray(X[0]), np.asarray(X[1])
+    users, items = as_array(X[0], "users"), as_array(X[1], "items")
     if users.shape != items.shape or users.ndim != 1 or users.size == 0:
         raise DataValidationError(
             "Interactions must be two non-empty 1-D arrays (users, items) of the "
@@ -167,10 +167,10 @@ def _check_shape(shape, users: np.ndarray, items: np.ndarray) -> tuple[int, int]
 
 
 def _check_values(values, n: int) -> np.ndarray:
-    v = np.asarray(values)
-    if v.shape != (n,) or v.dtype == object or not np.issubdtype(v.dtype, np.number):
+    v = as_array(values, "Interaction values")
+    if v.shape != (n,) or v.dtype.kind not in "iuf":
         raise DataValidationError(
-            f"Interaction values must be {n} numbers, one per pair; got dtype "
+            f"Interaction values must be {n} real numbers, one per pair; got dtype "
             f"{v.dtype}, shape {v.shape}."
         )
     if not np.isfinite(v).all():
@@ -267,24 +267,32 @@ def as_side_features(features, n: int, name: str = "side") -> SideFeatures:
         )
     cats, cards, dense = [], [], []
     for key, values in (features or {}).items():
-        a = np.asarray(values)
+        a = as_array(values, f"{name} feature {key!r}")
         if a.ndim == 0 or a.shape[0] != n:
             raise DataValidationError(
                 f"{name} feature {key!r} has {a.shape[0] if a.ndim else 0} rows; "
                 f"expected {n}."
             )
         if a.ndim == 1 and np.issubdtype(a.dtype, np.integer):
+            a = _as_int(a)  # uint64 codes above 2**63 refused, not wrapped
             if a.min() < 0:
                 raise DataValidationError(
                     f"{name} feature {key!r} has negative category codes "
                     f"(min {int(a.min())}); codes must be 0-based."
                 )
-            cats.append(a.astype(np.int64))
+            cats.append(a)
             cards.append(int(a.max()) + 1)
         elif a.ndim == 2 and np.issubdtype(a.dtype, np.floating):
             if not np.isfinite(a).all():
                 raise DataValidationError(f"{name} feature {key!r} has NaN/inf.")
-            dense.append(a.astype(np.float32))
+            with np.errstate(over="ignore"):  # checked just below
+                a = a.astype(np.float32)
+            if not np.isfinite(a).all():
+                raise DataValidationError(
+                    f"{name} feature {key!r} has values beyond the float32 range "
+                    f"(|x| > {float(np.finfo(np.float32).max):.3g}); scale them."
+                )
+            dense.append(a)
         elif a.ndim == 1 and a.dtype == bool:
             cats.append(a.astype(np.int64))
             cards.append(2)

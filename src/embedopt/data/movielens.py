@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._core import InvalidParameterError
+from .._core import DataValidationError, InvalidParameterError
+from ._files import integer_ids, parsing
 from ._paths import find_dataset_dir
 from .entries import ObservedEntries
 
@@ -55,12 +57,18 @@ class MovieLensRatings:
 def _read_table(path, delimiter: str, skip_header: bool, ncols: int) -> np.ndarray:
     with open(path, encoding="latin-1") as fh:
         text = fh.read()
+    names = "user, item, rating" + (", timestamp" if ncols == 4 else "")
+    layout = f"{'header, then ' if skip_header else ''}{delimiter!r}-separated {names}"
     if delimiter == "::":
         text, delimiter = text.replace("::", "\t"), "\t"
     lines = text.splitlines()[1 if skip_header else 0 :]
-    data = np.loadtxt(
-        lines, delimiter=delimiter, usecols=range(ncols), dtype=np.float64, ndmin=2
-    )
+    with parsing(path, layout), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # empty: reported below
+        data = np.loadtxt(
+            lines, delimiter=delimiter, usecols=range(ncols), dtype=np.float64, ndmin=2
+        )
+    if data.shape[0] == 0:
+        raise DataValidationError(f"{path} has no ratings ({layout}).")
     return data
 
 
@@ -90,6 +98,9 @@ def load_movielens(
     ------
     FileNotFoundError
         If the files are not there (the message says where it looked).
+    DataValidationError
+        If the ratings file is not in its documented format (non-numeric
+        fields, a missing column, ids that are not integers).
     """
     if variant not in _VARIANTS:
         raise InvalidParameterError(
@@ -100,18 +111,22 @@ def load_movielens(
     folder = find_dataset_dir(folder_name, markers, path, _HINT)
     ts = None
     if variant == "100k":
-        data = _read_table(folder / "u.data", "\t", False, 4)
-        ts = data[:, 3].astype(np.int64)
+        source = folder / "u.data"
+        data = _read_table(source, "\t", False, 4)
+    elif variant == "1m" and (folder / "ratings.dat").is_file():
+        source = folder / "ratings.dat"
+        data = _read_table(source, "::", False, 4)
     elif variant == "1m":
-        if (folder / "ratings.dat").is_file():
-            data = _read_table(folder / "ratings.dat", "::", False, 4)
-            ts = data[:, 3].astype(np.int64)
-        else:
-            data = _read_table(folder / "ratings_user_itemidx_rating.csv", ",", True, 3)
+        source = folder / "ratings_user_itemidx_rating.csv"
+        data = _read_table(source, ",", True, 3)
     else:
-        data = _read_table(folder / "ratings.csv", ",", True, 4)
-        ts = data[:, 3].astype(np.int64)
-    user_ids, rows = np.unique(data[:, 0].astype(np.int64), return_inverse=True)
-    item_ids, cols = np.unique(data[:, 1].astype(np.int64), return_inverse=True)
+        source = folder / "ratings.csv"
+        data = _read_table(source, ",", True, 4)
+    if data.shape[1] == 4:
+        ts = integer_ids(data[:, 3], source, "timestamps")
+    users = integer_ids(data[:, 0], source, "user ids")
+    items = integer_ids(data[:, 1], source, "item ids")
+    user_ids, rows = np.unique(users, return_inverse=True)
+    item_ids, cols = np.unique(items, return_inverse=True)
     entries = ObservedEntries((rows, cols), data[:, 2], (user_ids.size, item_ids.size))
     return MovieLensRatings(entries, user_ids, item_ids, ts, f"movielens-{variant}")

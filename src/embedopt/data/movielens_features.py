@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core import DataValidationError, InvalidParameterError
+from ._files import parsing
 from ._paths import find_dataset_dir
 from .movielens import MovieLensRatings, load_movielens
 
@@ -83,32 +85,42 @@ def _decade(year: int) -> int:
 def _load_100k(path) -> MovieLensSideFeatures:
     ratings = load_movielens("100k", path)
     folder = find_dataset_dir("movielens-100k", ("u.user", "u.item"), path)
-    occupations = [ln[0] for ln in _lines(folder / "u.occupation", "|")]
-    users = {int(r[0]): r for r in _lines(folder / "u.user", "|")}
+    with parsing(folder / "u.occupation", "one occupation name per line"):
+        occupations = [ln[0] for ln in _lines(folder / "u.occupation", "|")]
     n_users = ratings.user_ids.size
     feats = {name: np.zeros(n_users, np.int64) for name in _USER_FEATURES}
-    for k, uid in enumerate(ratings.user_ids.tolist()):
-        r = users.get(uid)
-        if r is None:
-            continue
-        feats["gender"][k] = 1 if r[2] == "M" else 0
-        feats["age"][k] = _age_group(int(r[1]))
-        feats["occupation"][k] = occupations.index(r[3]) if r[3] in occupations else 0
-        feats["zip"][k] = int(r[4][0]) + 1 if r[4][:1].isdigit() else 0
-    movies = {int(r[0]): r for r in _lines(folder / "u.item", "|")}
+    with parsing(folder / "u.user", "'|'-separated id|age|gender|occupation|zip"):
+        users = {int(r[0]): r for r in _lines(folder / "u.user", "|")}
+        for k, uid in enumerate(ratings.user_ids.tolist()):
+            r = users.get(uid)
+            if r is None:
+                continue
+            feats["gender"][k] = 1 if r[2] == "M" else 0
+            feats["age"][k] = _age_group(int(r[1]))
+            feats["occupation"][k] = (
+                occupations.index(r[3]) if r[3] in occupations else 0
+            )
+            feats["zip"][k] = int(r[4][0]) + 1 if r[4][:1].isdigit() else 0
     n_items = ratings.item_ids.size
     genres = np.zeros((n_items, len(GENRES_1M)), np.float32)
     decade = np.zeros(n_items, np.int64)
     known = np.zeros(n_items, bool)
-    for k, mid in enumerate(ratings.item_ids.astype(np.int64).tolist()):
-        r = movies.get(mid)
-        if r is None:
-            continue
-        known[k] = True
-        # 19 flags: "unknown", then the 18 genres of ML-1M in the same order.
-        genres[k] = np.asarray(r[6:24], dtype=np.float32)
-        if r[2][-4:].isdigit():
-            decade[k] = _decade(int(r[2][-4:]))
+    layout = "'|'-separated id|title|date|video date|url and 19 genre flags"
+    with parsing(folder / "u.item", layout):
+        movies = {int(r[0]): r for r in _lines(folder / "u.item", "|")}
+        for k, mid in enumerate(ratings.item_ids.astype(np.int64).tolist()):
+            r = movies.get(mid)
+            if r is None:
+                continue
+            known[k] = True
+            # 19 flags: "unknown", then the 18 genres of ML-1M in the same order.
+            genres[k] = np.asarray(r[6:24], dtype=np.float32)
+            if r[2][-4:].isdigit():
+                decade[k] = _decade(int(r[2][-4:]))
+    if not np.isfinite(genres).all():
+        raise DataValidationError(
+            f"{folder / 'u.item'}: the genre flags must be 0 or 1; got NaN or inf."
+        )
     return MovieLensSideFeatures(
         ratings=ratings,
         user_features=feats,
@@ -151,31 +163,45 @@ def load_movielens_side_features(
     ------
     FileNotFoundError
         If ratings or the feature files are missing.
-    ValueError
+    DataValidationError
+        If a file is not in its documented format (the message names it).
+    InvalidParameterError
         For another ``dataset``.
     """
     if dataset == "100k":
         return _load_100k(path)
     if dataset != "1m":
-        raise ValueError(f"dataset must be '1m' or '100k'; got {dataset!r}.")
+        raise InvalidParameterError(
+            "The 'dataset' parameter of load_movielens_side_features must be a str "
+            f"among {{'1m', '100k'}}. Got {dataset!r}."
+        )
     ratings = load_movielens("1m", path)
     folder = find_dataset_dir("movielens-1m", ("users.dat",), path)
-    users = {int(r[0]): r for r in _lines(folder / "users.dat")}
     n_users = ratings.user_ids.size
     gender = np.zeros(n_users, np.int64)
     age = np.zeros(n_users, np.int64)
     occ = np.zeros(n_users, np.int64)
     zipc = np.zeros(n_users, np.int64)
-    for k, uid in enumerate(ratings.user_ids.tolist()):
-        r = users.get(uid)
-        if r is None:
-            continue
-        gender[k] = 1 if r[1] == "M" else 0
-        age[k] = _AGES.index(int(r[2])) if int(r[2]) in _AGES else 0
-        occ[k] = int(r[3])
-        zipc[k] = int(r[4][0]) + 1 if r[4][:1].isdigit() else 0
+    with parsing(
+        folder / "users.dat", "'::'-separated id::gender::age::occupation::zip"
+    ):
+        users = {int(r[0]): r for r in _lines(folder / "users.dat")}
+        for k, uid in enumerate(ratings.user_ids.tolist()):
+            r = users.get(uid)
+            if r is None:
+                continue
+            gender[k] = 1 if r[1] == "M" else 0
+            age[k] = _AGES.index(int(r[2])) if int(r[2]) in _AGES else 0
+            occ[k] = int(r[3])
+            zipc[k] = int(r[4][0]) + 1 if r[4][:1].isdigit() else 0
+    if occ.size and (occ.min() < 0 or occ.max() > 20):
+        raise DataValidationError(
+            f"{folder / 'users.dat'}: occupations must be codes 0..20; got "
+            f"{int(occ.min())}..{int(occ.max())}."
+        )
 
-    movies = {int(r[0]): r for r in _lines(folder / "movies.dat")}
+    with parsing(folder / "movies.dat", "'::'-separated id::title::genres"):
+        movies = {int(r[0]): r for r in _lines(folder / "movies.dat")}
     if (folder / "ratings.dat").is_file():
         movie_ids = ratings.item_ids.astype(np.int64)
     else:
@@ -183,12 +209,13 @@ def load_movielens_side_features(
         mapping = folder / "item_index_to_movieid_partial.csv"
         if mapping.is_file():
             table = {}
-            with open(mapping) as fh:
-                next(fh)
-                for ln in fh:
-                    a, _, b = ln.strip().partition(",")
-                    if b:
-                        table[int(a)] = int(b)
+            with parsing(mapping, "header, then item index,MovieID lines"):
+                with open(mapping) as fh:
+                    next(fh)
+                    for ln in fh:
+                        a, _, b = ln.strip().partition(",")
+                        if b:
+                            table[int(a)] = int(b)
             movie_ids = np.array(
                 [table.get(int(i), -1) for i in ratings.item_ids], np.int64
             )
@@ -197,18 +224,19 @@ def load_movielens_side_features(
     decade = np.zeros(n_items, np.int64)
     known = np.zeros(n_items, bool)
     gidx = {g: i for i, g in enumerate(GENRES_1M)}
-    for k, mid in enumerate(movie_ids.tolist()):
-        r = movies.get(mid)
-        if r is None:
-            continue
-        known[k] = True
-        for g in r[2].split("|"):
-            if g in gidx:
-                genres[k, gidx[g]] = 1.0
-        title = r[1].strip()
-        if title.endswith(")") and title[-5:-1].isdigit():
-            year = int(title[-5:-1])
-            decade[k] = int(np.clip(1 + (year - 1910) // 10, 1, 10))
+    with parsing(folder / "movies.dat", "'::'-separated id::title::genres"):
+        for k, mid in enumerate(movie_ids.tolist()):
+            r = movies.get(mid)
+            if r is None:
+                continue
+            known[k] = True
+            for g in r[2].split("|"):
+                if g in gidx:
+                    genres[k, gidx[g]] = 1.0
+            title = r[1].strip()
+            if title.endswith(")") and title[-5:-1].isdigit():
+                year = int(title[-5:-1])
+                decade[k] = int(np.clip(1 + (year - 1910) // 10, 1, 10))
     return MovieLensSideFeatures(
         ratings=ratings,
         user_features=dict(gender=gender, age=age, occupation=occ, zip=zipc),

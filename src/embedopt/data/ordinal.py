@@ -5,8 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
-from .._core import DataValidationError, InvalidParameterError, resolve_random_state
+from .._core import (
+    DataValidationError,
+    InvalidParameterError,
+    check_memory,
+    resolve_random_state,
+)
 from .comparisons import Comparisons
 
 __all__ = [
@@ -319,6 +325,14 @@ def make_planted_embedding(
             f"{n_objects} and {n_dims}."
         )
     n = int(n_objects)
+    # the points and the triplets, in float64 and int64: refused before any draw
+    check_memory(
+        "make_planted_embedding",
+        8 * (n * int(n_dims) + 3 * (int(n_train) + int(n_test))),
+        torch.device("cpu"),
+        f"{n} points in {n_dims} dimensions and {n_train} + {n_test} triplets",
+        "Lower n_objects, n_dims, n_train or n_test.",
+    )
     rng = resolve_random_state(random_state, "make_planted_embedding").numpy
     P = rng.normal(0.0, np.sqrt(variance), size=(n, int(n_dims)))
     train = make_random_triplets(P, n_train, flip_rate=flip_rate, random_state=rng)

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core import DataValidationError
+from ._files import integer_ids, parsing
 from ._paths import find_dataset_dir
 from .comparisons import Comparisons, ComparisonWarning
 
@@ -79,13 +81,20 @@ def load_music_triplets(path: str | os.PathLike | None = None) -> MusicTriplets:
         "The files come with van der Maaten's STE package "
         "(https://lvdmaaten.github.io/ste/).",
     )
-    raw = np.loadtxt(
-        folder / "music_triplets.csv",
-        delimiter=",",
-        skiprows=1,
-        dtype=np.int64,
-        ndmin=2,
-    )
+    source = folder / "music_triplets.csv"
+    layout = "a header line, then 1-based i,j,k triplets"
+    with parsing(source, layout), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # no data: reported below
+        raw = np.loadtxt(source, delimiter=",", skiprows=1, dtype=np.int64, ndmin=2)
+    if raw.shape[0] == 0 or raw.shape[1] != 3:
+        raise DataValidationError(
+            f"{source} has {raw.shape[0]} lines of {raw.shape[1]} values; expected "
+            f"{layout}."
+        )
+    if raw.min() < 1:
+        raise DataValidationError(
+            f"{source}: artist indices are 1-based; found {int(raw.min())}."
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ComparisonWarning)
         parsed = Comparisons(raw, n_objects=int(raw.max()) + 1)
@@ -96,10 +105,19 @@ def load_music_triplets(path: str | os.PathLike | None = None) -> MusicTriplets:
     names: list = []
     label_file = folder / "music_label_matrix.csv"
     if label_file.is_file():
-        with open(label_file, newline="", encoding="utf-8") as fh:
-            reader = csv.reader(fh)
-            names = [html.unescape(s) for s in next(reader)]
-            matrix = np.array([[int(v) for v in row] for row in reader], dtype=np.int8)
+        layout = "a header of tag names, then one line of 0/1 flags per artist"
+        with parsing(label_file, layout):
+            with open(label_file, newline="", encoding="utf-8") as fh:
+                reader = csv.reader(fh)
+                names = [html.unescape(s) for s in next(reader)]
+                matrix = np.array(
+                    [[int(v) for v in row] for row in reader if row], dtype=np.int8
+                )
+        if matrix.ndim != 2 or matrix.shape[0] < int(ids.max()):
+            raise DataValidationError(
+                f"{label_file} has {matrix.shape[0]} rows of tags, but the triplets "
+                f"use artist {int(ids.max())}; expected {layout}."
+            )
         tags = matrix[ids - 1]
     return MusicTriplets(comps, ids, tags, names, parsed.n_dropped)
 
@@ -138,10 +156,23 @@ def load_eurodist(path: str | os.PathLike | None = None) -> DistanceData:
     folder = find_dataset_dir(
         "eurodist", "eurodist.csv", path, "Export it from R: datasets::eurodist."
     )
-    with open(folder / "eurodist.csv", newline="", encoding="utf-8") as fh:
-        rows = list(csv.reader(fh))
-    names = rows[0][1:]
-    D = np.array([[float(v) for v in r[1:]] for r in rows[1:]], dtype=np.float64)
+    source = folder / "eurodist.csv"
+    layout = "a header of city names, then one line per city: its name, distances"
+    with parsing(source, layout):
+        with open(source, newline="", encoding="utf-8") as fh:
+            rows = [r for r in csv.reader(fh) if r]  # blank lines carry nothing
+        names = rows[0][1:]
+        D = np.array([[float(v) for v in r[1:]] for r in rows[1:]], dtype=np.float64)
+    n = len(names)
+    if n < 2 or D.shape != (n, n):
+        raise DataValidationError(
+            f"{source}: {n} city names but a {' x '.join(map(str, D.shape))} table "
+            f"of distances; expected {layout} (a square table, 2 cities or more)."
+        )
+    if not np.all(np.isfinite(D)) or D.min() < 0:
+        raise DataValidationError(
+            f"{source}: distances must be finite and non-negative."
+        )
     return DistanceData(D, names)
 
 
@@ -181,6 +212,15 @@ def load_digits(path: str | os.PathLike | None = None) -> LabelledData:
         path,
         "The file is sklearn/datasets/data/digits.csv.gz of scikit-learn.",
     )
-    with gzip.open(folder / "digits.csv.gz", "rt") as fh:
-        data = np.loadtxt(fh, delimiter=",", ndmin=2)
-    return LabelledData(data[:, :-1], data[:, -1].astype(np.int64))
+    source = folder / "digits.csv.gz"
+    layout = "gzip of comma-separated lines: pixel values, then the label"
+    with parsing(source, layout), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # no data: reported below
+        with gzip.open(source, "rt") as fh:
+            data = np.loadtxt(fh, delimiter=",", ndmin=2)
+    if data.shape[0] < 1 or data.shape[1] < 2 or not np.all(np.isfinite(data)):
+        raise DataValidationError(
+            f"{source} has {data.shape[0]} lines of {data.shape[1]} values (or NaN/"
+            f"inf); expected {layout}."
+        )
+    return LabelledData(data[:, :-1], integer_ids(data[:, -1], source, "labels"))

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from .._core import InvalidParameterError, resolve_random_state
+from .._core import DataValidationError, InvalidParameterError, resolve_random_state
 from .entries import ObservedEntries
 
 __all__ = ["kfold_entries", "split_by_user", "split_entries"]
@@ -20,6 +20,46 @@ def _fractions(fractions, owner: str) -> np.ndarray:
             f"least two positive floats summing to 1. Got {tuple(fractions)!r}."
         )
     return fr
+
+
+def split_bounds(n: int, fractions, owner: str, what: str) -> np.ndarray:
+    """End of each part when n items are split in ``fractions``.
+
+    Parameters
+    ----------
+    n : int
+        Items to split.
+    fractions : sequence of float
+        Positive, summing to 1.
+    owner : str
+        The splitting function, for messages.
+    what : str
+        What the items are (``"entries"``, ``"comparisons"``).
+
+    Returns
+    -------
+    numpy.ndarray of int
+        Cumulative ends; the last one is n.
+
+    Raises
+    ------
+    InvalidParameterError
+        For fractions that are not positive or do not sum to 1.
+    DataValidationError
+        When a part would be empty (too few items for the fractions).
+    """
+    fr = _fractions(fractions, owner)
+    bounds = np.round(np.cumsum(fr) * n).astype(int)
+    bounds[-1] = n
+    sizes = np.diff(bounds, prepend=0)
+    if (sizes < 1).any():
+        k = int(np.flatnonzero(sizes < 1)[0])
+        raise DataValidationError(
+            f"{owner}: {n} {what} cannot be split in fractions "
+            f"{tuple(float(f) for f in fr)}: part {k} would be empty. Give more "
+            f"{what} or other fractions."
+        )
+    return bounds
 
 
 def split_entries(
@@ -42,12 +82,15 @@ def split_entries(
     -------
     tuple of ObservedEntries
         One per fraction, in order.
+
+    Raises
+    ------
+    DataValidationError
+        When a part would be empty (fewer entries than parts need).
     """
-    fr = _fractions(fractions, "split_entries")
+    bounds = split_bounds(entries.nnz, fractions, "split_entries", "entries")
     rng = resolve_random_state(random_state, "split_entries").numpy
     perm = rng.permutation(entries.nnz)
-    bounds = np.round(np.cumsum(fr) * entries.nnz).astype(int)
-    bounds[-1] = entries.nnz
     parts, start = [], 0
     for end in bounds:
         parts.append(entries.subset(np.sort(perm[start:end])))

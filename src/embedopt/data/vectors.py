@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .._core import DataValidationError, InvalidParameterError, resolve_random_state
+from ._files import parsing
 from ._paths import find_dataset_dir
 
 __all__ = [
@@ -53,7 +54,14 @@ def load_glove(
         path,
         "GloVe vectors are at https://nlp.stanford.edu/projects/glove/ (PDDL).",
     )
-    X = np.load(folder / "glove_6B_50d_emb.npy", mmap_mode="r" if mmap else None)
+    source = folder / "glove_6B_50d_emb.npy"
+    with parsing(source, "a .npy file of one float vector per row"):
+        X = np.load(source, mmap_mode="r" if mmap else None)
+    if X.ndim != 2 or X.dtype.kind not in "fiu" or X.shape[0] < 1:
+        raise DataValidationError(
+            f"{source} holds a {X.dtype} array of shape {X.shape}; expected a 2-D "
+            "array of float vectors, one per row."
+        )
     if n_vectors is not None:
         if n_vectors < 1:
             raise InvalidParameterError(

@@ -31,9 +31,16 @@ def rmse(y_true, y_pred) -> float:
     Returns
     -------
     float
+        Computed on errors scaled by the largest one, so that errors near
+        the float64 range (1e200) do not overflow when squared.
     """
     a, b = _pair(y_true, y_pred)
-    return float(np.sqrt(np.mean((a - b) ** 2)))
+    with np.errstate(over="ignore"):  # a - b beyond the range is inf, as is the rmse
+        err = np.abs(a - b)
+    top = float(err.max())
+    if top == 0 or not np.isfinite(top):
+        return top
+    return top * float(np.sqrt(np.mean((err / top) ** 2)))
 
 
 def mae(y_true, y_pred) -> float:

@@ -27,7 +27,7 @@ import math
 import torch
 from torch import nn
 
-from .._core import InvalidParameterError
+from .._core import InvalidParameterError, check_memory
 from ..data import SideFeatures
 
 __all__ = [
@@ -58,7 +58,25 @@ def _skip_init(cls, *args, device, dtype):
     return nn.utils.skip_init(cls, *args, device=device, dtype=dtype)
 
 
+def _check_size(rows: int, cols: int, device, dtype, what: str) -> None:
+    """Refuse a weight that cannot fit on the device before allocating it
+    (torch's allocator would fail with an internal error, or the system run
+    out of memory)."""
+    where = torch.empty(0).device if device is None else torch.device(device)
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    check_memory(
+        "embedopt.nn",
+        rows * cols * itemsize,
+        where,
+        f"a {what} of {rows} x {cols}",
+        "A stray index, a category code far above the others or ids never "
+        "remapped to 0..n-1 make a table of max index + 1 rows; a huge "
+        "n_components or hidden makes every weight that wide.",
+    )
+
+
 def _linear(n_in, n_out, generator, device, dtype) -> nn.Linear:
+    _check_size(n_out, n_in, device, dtype, "weight matrix")
     layer = _skip_init(nn.Linear, n_in, n_out, device=device, dtype=dtype)
     _init_weight(layer.weight, generator)
     with torch.no_grad():
@@ -67,6 +85,7 @@ def _linear(n_in, n_out, generator, device, dtype) -> nn.Linear:
 
 
 def _embedding(n, dim, generator, device, dtype, std=None) -> nn.Embedding:
+    _check_size(n, dim, device, dtype, "embedding table")
     table = _skip_init(nn.Embedding, n, dim, device=device, dtype=dtype)
     _init_weight(table.weight, generator, std)
     return table

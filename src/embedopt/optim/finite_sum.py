@@ -13,6 +13,8 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
+from .._core import DataWarning
+
 __all__ = ["FiniteSum", "clip_batch_size", "record_epoch"]
 
 
@@ -100,8 +102,8 @@ def clip_batch_size(batch_size: int, per_epoch: int, name: str) -> int:
 
     Warns
     -----
-    UserWarning
-        When ``batch_size`` is clipped.
+    DataWarning
+        When ``batch_size`` is clipped (the data are fewer than it assumes).
     """
     if batch_size <= per_epoch:
         return batch_size
@@ -109,7 +111,7 @@ def clip_batch_size(batch_size: int, per_epoch: int, name: str) -> int:
         f"{name}: batch_size={batch_size} exceeds the {per_epoch} samples drawn "
         f"per epoch (update_frequency, default: all of them); using "
         f"batch_size={per_epoch}, one full-batch step per epoch.",
-        UserWarning,
+        DataWarning,
         stacklevel=3,
     )
     return per_epoch

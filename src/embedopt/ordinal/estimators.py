@@ -13,6 +13,7 @@ from .._core import (
     InstanceOf,
     Interval,
     Options,
+    as_array,
     check_is_fitted,
     renamed_parameters,
     resolve_fit_context,
@@ -317,7 +318,7 @@ class OrdinalEmbedding(BaseEstimator):
         check_is_fitted(self, "embedding_")
         if objects is None:
             return self.embedding_.copy()
-        idx = np.asarray(objects)
+        idx = as_array(objects, "objects")
         if idx.dtype == object or not np.issubdtype(idx.dtype, np.integer):
             raise DataValidationError(
                 f"objects must be integer indices; got dtype {idx.dtype}."

@@ -16,6 +16,7 @@ import torch
 from .._core import (
     DataValidationError,
     InvalidParameterError,
+    as_array,
     check_memory,
     resolve_device,
     resolve_dtype,
@@ -283,10 +284,13 @@ def setup(
             dtype=problem.dtype,
         ).mul_(init_scale)
     else:
-        x0 = torch.as_tensor(
-            np.asarray(init) if not torch.is_tensor(init) else init,
-            dtype=problem.dtype,
-        ).to(problem.device)
+        a = as_array(init, "init")
+        if a.dtype.kind not in "iuf":
+            raise DataValidationError(
+                f"init must be a real (n_objects, n_components) array; got dtype "
+                f"{a.dtype}."
+            )
+        x0 = torch.as_tensor(a, dtype=problem.dtype).to(problem.device)
         if x0.shape != (n, p):
             raise DataValidationError(
                 f"init must have shape (n_objects, n_components) = ({n}, {p}); got "
@@ -310,6 +314,8 @@ def setup(
             if isinstance(validation, Comparisons)
             else as_comparisons(validation, n_objects=n)
         )
+        if len(val) == 0:
+            raise DataValidationError("The validation comparisons are empty.")
         if val.n_objects > n:
             raise DataValidationError(
                 f"The validation comparisons index {val.n_objects} objects, the "

@@ -12,6 +12,7 @@ from .._core import (
     DataValidationError,
     Interval,
     Options,
+    as_array,
     check_is_fitted,
     resolve_fit_context,
     to_numpy,
@@ -248,7 +249,7 @@ class ProductQuantizer(BaseEstimator):
 
     def _codes(self, codes) -> torch.Tensor:
         check_is_fitted(self, "codebooks_tensor_")
-        c = to_numpy(codes)
+        c = as_array(codes, "codes")
         M, K = self.n_subquantizers, self.n_centroids
         if c.ndim != 2 or c.shape[1] != M:
             raise DataValidationError(f"codes must have shape (n, {M}); got {c.shape}.")

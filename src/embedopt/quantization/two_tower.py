@@ -410,6 +410,7 @@ def train_two_tower_index(
         )
     data = as_interactions(interactions)
     _check_tables(name, data.shape, n_components, device, dtype)
+    _check_batch(name, batch_size, device, dtype)
     n_warm = min(warm_start_samples, len(data))
     if n_centroids > n_warm:
         raise DataValidationError(
@@ -447,6 +448,24 @@ def _check_tables(name, shape, n_components, device, dtype) -> None:
         "A stray index or ids never remapped to 0..n-1 are the usual cause (the "
         "shape is max index + 1 unless shape= is given): drop the stray pairs, "
         "or remap the ids (np.unique(ids, return_inverse=True)).",
+    )
+
+
+#: In-batch score matrices a training step holds (scores, their gradient,
+#: the loss terms).
+_BATCH_COPIES = 3
+
+
+def _check_batch(name, batch_size, device, dtype) -> None:
+    """Refuse a batch whose b x b in-batch scores cannot fit."""
+    itemsize = torch.empty((), dtype=resolve_dtype(dtype)).element_size()
+    check_memory(
+        name,
+        _BATCH_COPIES * batch_size * batch_size * itemsize,
+        resolve_device(device),
+        f"the {batch_size} x {batch_size} in-batch scores of a step",
+        "Lower batch_size (each step scores every user of the batch against "
+        "every item of the batch).",
     )
 
 

@@ -17,13 +17,14 @@ from .._core import (
     BaseEstimator,
     DataValidationError,
     Interval,
+    as_array,
     check_is_fitted,
     renamed_parameters,
     resolve_fit_context,
     to_numpy,
     validate_params,
 )
-from ..data import as_interactions, as_side_features
+from ..data import as_interactions
 from ..metrics import precision_at_k, recall_at_k
 from .two_tower import TWO_TOWER_CONSTRAINTS, train_two_tower_index
 
@@ -220,10 +221,12 @@ class TwoTowerRetrieval(BaseEstimator):
                     "warm_start_from must be a fitted TwoTowerRetrieval (it has no "
                     "warm_state_)."
                 )
+        # the features are checked (and built) by train_two_tower_index, after
+        # it has checked that the id tables of data.shape fit in memory
         res = train_two_tower_index(
             data,
-            as_side_features(user_features, data.n_users, "user"),
-            as_side_features(item_features, data.n_items, "item"),
+            user_features,
+            item_features,
             n_components=self.n_components,
             hidden=self.hidden,
             n_subquantizers=self.n_subquantizers,
@@ -281,14 +284,15 @@ class TwoTowerRetrieval(BaseEstimator):
         ----------
         users : array-like of int, shape (n,)
         k : int
+            Items per user; at most the number of items are returned.
         exclude : ObservedEntries or tuple (users, items), optional
             Pairs never to recommend (e.g. the training interactions).
 
         Returns
         -------
-        numpy.ndarray of int64, shape (n, k)
-            Item ids by decreasing score; -1 pads a row when fewer than k
-            items are left after the exclusions. Items with the same PQ code
+        numpy.ndarray of int64, shape (n, min(k, n_items))
+            Item ids by decreasing score; -1 pads a row when fewer items are
+            left after the exclusions. Items with the same PQ code
             have equal scores; their order is unspecified (see Notes of the
             class).
         """
@@ -296,11 +300,18 @@ class TwoTowerRetrieval(BaseEstimator):
         net = self.net_
         owner = f"{type(self).__name__}.recommend"
         validate_params(owner, dict(k=k), {"k": [Interval(int, 1, None)]})
-        u = np.asarray(users, dtype=np.int64).ravel()
+        k = min(int(k), self.shape_[1])
+        u = as_array(users, "users")
+        if u.dtype == bool or not np.issubdtype(u.dtype, np.integer):
+            raise DataValidationError(
+                f"users must be integer indices; got dtype {u.dtype}."
+            )
+        u = u.ravel()
         if u.size and (u.min() < 0 or u.max() >= self.shape_[0]):
             raise DataValidationError(
                 f"user indices must lie in [0, {self.shape_[0]})."
             )
+        u = u.astype(np.int64)
         dev = net.device
         codes = self.item_codes()
         seen: dict[int, set] = {}

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 import torch
 from scipy.sparse.csgraph import connected_components
 
-from .._core import DataValidationError
+from .._core import DataValidationError, DataWarning
 from .problems import FactorGradient, knn_laplacian
 
 __all__ = ["CMVUProblem", "knn_pairs", "one_hot_labels"]
@@ -88,7 +88,7 @@ def knn_pairs(X, n_neighbors: int = 5, *, connect: bool = True, device="cpu"):
     X : array-like or scipy.sparse matrix, shape (n, d)
     n_neighbors : int
     connect : bool
-        Join the components (a :class:`UserWarning` says how many edges were
+        Join the components (a :class:`~embedopt.DataWarning` says how many edges were
         added); False keeps the plain kNN graph.
     device : torch.device or str
         Where the distances are computed.
@@ -128,7 +128,7 @@ def knn_pairs(X, n_neighbors: int = 5, *, connect: bool = True, device="cpu"):
             f"The {n_neighbors}-NN graph has {n_comp} connected components; joined "
             f"them by {n_comp - 1} closest cross pair(s) so that the CMVU objective "
             "is bounded below.",
-            UserWarning,
+            DataWarning,
             stacklevel=2,
         )
     pairs = np.concatenate(edges)
@@ -338,7 +338,7 @@ def _check_cmvu_inputs(n: int, pairs, sqdist, labels):
         warnings.warn(
             f"The pairs leave {n_comp} connected components: the CMVU objective is "
             "unbounded below (components drift apart). Build them with knn_pairs.",
-            UserWarning,
+            DataWarning,
             stacklevel=3,
         )
     if labels is not None:

@@ -20,7 +20,9 @@ from .._core import (
     Interval,
     InvalidParameterError,
     Options,
+    as_array,
     check_is_fitted,
+    check_param,
     resolve_fit_context,
     resolve_random_state,
     to_numpy,
@@ -36,16 +38,17 @@ _SOLVER_PARAMS = {"aagd": ("gamma",), "bm_agd": (), "bm_lbfgs": ()}
 
 
 def _features(X) -> np.ndarray:
-    try:
-        arr = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    arr = X.toarray() if sp.issparse(X) else as_array(X, "X")
+    if arr.dtype.kind not in "biuf":  # text, objects, complex numbers
         raise DataValidationError(
-            f"X must be a 2-D array of numeric features; cannot read it ({exc})."
-        ) from exc
-    if arr.ndim != 2 or arr.shape[0] < 2:
+            f"X must be a 2-D array of real features; cannot read it as one (got "
+            f"dtype {arr.dtype})."
+        )
+    arr = arr.astype(np.float64, copy=False)
+    if arr.ndim != 2 or arr.shape[0] < 2 or arr.shape[1] < 1:
         raise DataValidationError(
-            f"X must be a 2-D array with at least 2 patterns (rows); got shape "
-            f"{arr.shape}."
+            f"X must be a 2-D array with at least 2 patterns (rows) and 1 feature "
+            f"(column); got shape {arr.shape}."
         )
     if not np.all(np.isfinite(arr)):
         row = int(np.nonzero(~np.isfinite(arr).all(axis=1))[0][0])
@@ -72,6 +75,26 @@ _SOLVE_CONSTRAINTS = {
     "verbose": [Interval(int, 0, None), "boolean"],
     "callback": ["callable", None],
 }
+
+
+def _labels(y, n: int) -> np.ndarray:
+    """Class labels, one per pattern: numbers (not NaN) or strings."""
+    y = as_array(y, "y")
+    if y.shape != (n,):
+        raise DataValidationError(
+            f"y must have one label per pattern, shape ({n},); got {y.shape}."
+        )
+    if y.dtype.kind not in "biufUS":
+        raise DataValidationError(
+            f"y must hold class labels (ints, floats or strings); got dtype {y.dtype}."
+        )
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        row = int(np.flatnonzero(~np.isfinite(y))[0])
+        raise DataValidationError(
+            f"y has a NaN or infinite label (first at pattern {row}); drop the "
+            "unlabelled patterns or give them a class."
+        )
+    return y
 
 
 def _check_rank(estimator, n: int) -> None:
@@ -230,11 +253,7 @@ class KernelLearning(BaseEstimator):
                 "Give pairwise constraints (must_link and/or cannot_link) or class "
                 "labels y to sample them from."
             )
-        y = np.asarray(y)
-        if y.shape != (n,):
-            raise DataValidationError(
-                f"y must have one label per pattern, shape ({n},); got {y.shape}."
-            )
+        y = _labels(y, n)
         n_pairs = self.n_pairs if self.n_pairs is not None else max(n // 2, 1)
         return sample_pairs(y, n_pairs=n_pairs, random_state=ctx.random_state)
 
@@ -274,6 +293,11 @@ class KernelLearning(BaseEstimator):
         _check_rank(self, n)
         # the pairs are checked before the kNN graph, the first real work
         ml, cl = check_pairs(*self._pairs(n, must_link, cannot_link, y, ctx), n)
+        if len(ml) + len(cl) == 0:
+            raise DataValidationError(
+                "No pairwise constraints: must_link and cannot_link are both empty. "
+                "Give at least one pair, or class labels y to sample them from."
+            )
         if laplacian is None:
             laplacian = knn_laplacian(
                 feats, n_neighbors=self.n_neighbors, bandwidth=self.bandwidth
@@ -305,7 +329,14 @@ class KernelLearning(BaseEstimator):
         """
         check_is_fitted(self, "embedding_")
         V = self.embedding_
-        i, j = np.broadcast_arrays(np.asarray(i), np.asarray(j))
+        i, j = as_array(i, "i"), as_array(j, "j")
+        try:
+            i, j = np.broadcast_arrays(i, j)
+        except ValueError:
+            raise DataValidationError(
+                f"Kernel indices i and j must broadcast together; got shapes "
+                f"{i.shape} and {j.shape}."
+            ) from None
         n = V.shape[0]
         for name, idx in (("i", i), ("j", j)):
             if not np.issubdtype(idx.dtype, np.integer) or (
@@ -340,17 +371,13 @@ class KernelLearning(BaseEstimator):
         """
         check_is_fitted(self, "embedding_")
         V = np.asarray(self.embedding_, dtype=np.float64)
-        if not (
-            isinstance(n_clusters, (int, np.integer)) and 1 <= n_clusters <= len(V)
-        ):
-            raise InvalidParameterError(
-                f"The 'n_clusters' parameter of KernelLearning.cluster must be an "
-                f"int in [1, {len(V)}]. Got {n_clusters!r}."
-            )
+        owner = "KernelLearning.cluster"
+        check_param(owner, "n_clusters", n_clusters, [Interval(int, 1, len(V))])
+        check_param(owner, "n_init", n_init, [Interval(int, 1, None)])
         seed = self.random_state if random_state is None else random_state
         rng = resolve_random_state(seed, "KernelLearning.cluster").numpy
         best, best_inertia = None, np.inf
-        for _ in range(max(int(n_init), 1)):
+        for _ in range(int(n_init)):
             with warnings.catch_warnings():  # an empty cluster: another restart
                 warnings.simplefilter("ignore", UserWarning)
                 centers, labels = kmeans2(V, int(n_clusters), minit="++", seed=rng)
@@ -489,12 +516,7 @@ class ColoredMVU(BaseEstimator):
         _check_rank(self, n)
         labels = None
         if y is not None:
-            y = np.asarray(y)
-            if y.shape != (n,):
-                raise DataValidationError(
-                    f"y must have one label per pattern, shape ({n},); got {y.shape}."
-                )
-            labels = one_hot_labels(y)
+            labels = one_hot_labels(_labels(y, n))
         pairs, sqdist = knn_pairs(
             feats, n_neighbors=self.n_neighbors, device=ctx.device
         )

@@ -35,7 +35,7 @@ import scipy.sparse as sp
 import torch
 from scipy.sparse.csgraph import connected_components
 
-from .._core import DataValidationError, resolve_random_state
+from .._core import DataValidationError, DataWarning, as_array, resolve_random_state
 from ..linalg import csr_tensor
 
 __all__ = [
@@ -401,13 +401,17 @@ def _to_torch_csr(matrix, n: int, device, dtype) -> torch.Tensor:
 def _as_pairs(pairs, name: str) -> np.ndarray:
     if pairs is None:
         return np.zeros((0, 2), dtype=np.int64)
-    arr = np.asarray(pairs)
+    arr = as_array(pairs, name)
     if arr.size == 0:
         return np.zeros((0, 2), dtype=np.int64)
     if arr.ndim != 2 or arr.shape[1] != 2:
         raise DataValidationError(
             f"{name} must have shape (m, 2), one pair (i, j) per row; got shape "
             f"{arr.shape}."
+        )
+    if arr.dtype.kind not in "iuf":  # booleans, text, objects, complex numbers
+        raise DataValidationError(
+            f"{name} must hold integer pattern indices; got dtype {arr.dtype}."
         )
     if not np.issubdtype(arr.dtype, np.integer):
         if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
@@ -564,7 +568,7 @@ def knn_laplacian(
         Rows per distance block: memory ``O(chunk_size * n)``; default
         ``2**24 // n`` rows (blocks of 128 MB in float64).
     warn_disconnected : bool
-        Emit a :class:`UserWarning` when the graph has several connected
+        Emit a :class:`~embedopt.DataWarning` when the graph has several connected
         components (the smoothness term then does not link them).
 
     Returns
@@ -603,22 +607,39 @@ def knn_laplacian(
         dists.append(val.cpu())
         idx.append(ind.cpu())
     d2 = torch.cat(dists).numpy().ravel()
+    if not np.all(np.isfinite(d2)):
+        raise DataValidationError(
+            "The squared distances between the patterns overflow float64 (features "
+            "of 1e154 or more); rescale X."
+        )
     cols = torch.cat(idx).numpy().ravel()
     rows = np.repeat(np.arange(n), n_neighbors)
     t = float(d2.mean()) if bandwidth is None else float(bandwidth)
     t = t if t > 0 else 1.0  # all neighbours at distance 0: unit weights
-    W = sp.csr_matrix((np.exp(-d2 / t), (rows, cols)), shape=(n, n))
+    with np.errstate(over="ignore", under="ignore"):  # weights that vanish are 0
+        weights = np.exp(-d2 / t)
+    if not weights.any():
+        raise DataValidationError(
+            f"Every kNN weight exp(-d / t) underflows to 0 with the bandwidth t={t:g} "
+            f"(the squared distances to the neighbours are {float(d2.min()):.3g} and "
+            "up): the graph would be empty. Increase 'bandwidth' (None: the mean "
+            "squared distance)."
+        )
+    W = sp.csr_matrix((weights, (rows, cols)), shape=(n, n))
     W = W.maximum(W.T)  # symmetric kNN graph (i in kNN(j) or j in kNN(i))
+    W.eliminate_zeros()  # a vanished weight is no edge
     if warn_disconnected:
         n_comp, _ = connected_components(W, directed=False)
         if n_comp > 1:
             warnings.warn(
                 f"The {n_neighbors}-NN graph has {n_comp} connected components; the "
                 "Laplacian term does not link them. Increase 'n_neighbors'.",
-                UserWarning,
+                DataWarning,
                 stacklevel=2,
             )
     deg = np.asarray(W.sum(axis=1)).ravel()
-    inv = 1.0 / np.sqrt(deg)
+    # D^{-1/2} with 0 for a vertex all of whose weights vanished: its row of S
+    # is 0 (and its Laplacian row that of an isolated vertex)
+    inv = np.divide(1.0, np.sqrt(deg), out=np.zeros_like(deg), where=deg > 0)
     S = sp.diags(inv) @ W @ sp.diags(inv)
     return sp.csr_matrix(sp.identity(n) - S)

@@ -33,6 +33,7 @@ from .._core import (
     InstanceOf,
     Interval,
     InvalidParameterError,
+    NumericalInstabilityError,
     Options,
     Registry,
     resolve_random_state,
@@ -719,6 +720,12 @@ def _psd_solve(A: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
     """Solve the batched PSD systems ``A X = rhs`` (Cholesky; minimum-norm
     least squares for the singular ones, e.g. an entity with no observed pair
     when lam = 0)."""
+    if not (bool(torch.isfinite(A).all()) and bool(torch.isfinite(rhs).all())):
+        # the eigensolver of pinv would fail on them with an internal error
+        raise NumericalInstabilityError(
+            "ALS: the normal equations overflowed (NaN or inf); the labels, the "
+            "imputation or lam are too large for the dtype. Rescale the labels."
+        )
     L, info = torch.linalg.cholesky_ex(A)
     X = torch.cholesky_solve(rhs[:, :, None], L)[:, :, 0]
     bad = info != 0

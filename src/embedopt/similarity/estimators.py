@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -16,7 +18,10 @@ from .._core import (
     Interval,
     InvalidParameterError,
     Options,
+    as_array,
     check_is_fitted,
+    check_memory,
+    check_param,
     resolve_fit_context,
     to_numpy,
 )
@@ -369,7 +374,10 @@ class TwoTowerModel(BaseEstimator):
         if sp.issparse(interactions):
             shape = interactions.shape
         uf, vf = user_features, item_features
-        counts = [_rows(f) if f is not None else None for f in (uf, vf)]
+        counts = [
+            _rows(f, side) if f is not None else None
+            for f, side in ((uf, "user"), (vf, "item"))
+        ]
         if shape is None and None not in counts:
             shape = tuple(counts)
         data = as_interactions(interactions, shape)
@@ -386,6 +394,7 @@ class TwoTowerModel(BaseEstimator):
         if counts[0] is not None or counts[1] is not None:
             m, n = counts[0] or m, counts[1] or n
             data = Interactions(data.users, data.items, (m, n), data.values)
+        _check_size(type(self).__name__, (m, n), self.n_components, ctx)
         uf = as_side_features(uf, m, "user") if uf is not None else None
         vf = as_side_features(vf, n, "item") if vf is not None else None
         self.shape_ = (m, n)
@@ -414,6 +423,7 @@ class TwoTowerModel(BaseEstimator):
             callback = self._validation_callback(objective, validation, records)
         options = dict(self.solver_options or {})
         self.solver_ = self._resolve_solver(user_tower, item_tower)
+        _check_solver_options(self.solver_, options, type(self).__name__)
         self.warm_start_history_ = None
         if self.solver == "auto" and self.solver_ == "gauss_newton":
             self.warm_start_history_ = self._warm_start(
@@ -446,7 +456,7 @@ class TwoTowerModel(BaseEstimator):
 
     # -- using -----------------------------------------------------------------
     def _ids(self, ids, side: int, name: str) -> np.ndarray:
-        arr = np.asarray(ids)
+        arr = as_array(ids, name)
         if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
             raise DataValidationError(
                 f"{name} must be integer indices; got {arr.dtype}."
@@ -499,6 +509,8 @@ class TwoTowerModel(BaseEstimator):
         """
         check_is_fitted(self, "user_tower_")
         _check_k(k, type(self).__name__)
+        owner = f"{type(self).__name__}.recommend"
+        check_param(owner, "exclude_seen", exclude_seen, ["boolean"])
         u = self._ids(users, 0, "users")
         exclude = self._seen[u] if exclude_seen else None
         ut = torch.as_tensor(u, device=self._P.device)
@@ -543,6 +555,9 @@ class TwoTowerModel(BaseEstimator):
             ``precision@k``, ``recall@k``, ``ndcg@k``, ``map@k``, ``n_users``.
         """
         check_is_fitted(self, "user_tower_")
+        _check_k(k, type(self).__name__)
+        owner = f"{type(self).__name__}.evaluate"
+        check_param(owner, "exclude_seen", exclude_seen, ["boolean"])
         held = as_interactions(test, self.shape_)
         users, relevant = _by_user(held)
         ids = self.recommend(users, k, exclude_seen=exclude_seen)
@@ -566,12 +581,64 @@ def _by_user(data) -> tuple[np.ndarray, list]:
     return users, np.split(i, np.searchsorted(u, users[1:]))
 
 
-def _rows(features) -> int:
+def _rows(features, side: str) -> int:
+    """Rows of side features (those of their first entry; checked in full
+    by ``as_side_features``)."""
     if hasattr(features, "n"):
         return int(features.n)
-    for values in dict(features).values():
-        return len(values)
+    if not isinstance(features, Mapping):
+        raise DataValidationError(
+            f"{side}_features must be a dict of arrays (name -> one row per "
+            f"{side}); got {type(features).__name__}."
+        )
+    for key, values in features.items():
+        a = as_array(values, f"{side} feature {key!r}")
+        if a.ndim == 0:
+            raise DataValidationError(
+                f"{side} feature {key!r} must hold one row per {side}; got a scalar."
+            )
+        return int(a.shape[0])
     return 0
+
+
+def _check_size(owner: str, shape, k: int, ctx) -> None:
+    """Refuse, before any allocation, m and n whose embeddings cannot fit:
+    every fit holds the k-dimensional embeddings of all m users and n items
+    (and 8 bytes of index per row)."""
+    m, n = shape
+    itemsize = torch.empty((), dtype=ctx.dtype).element_size()
+    check_memory(
+        owner,
+        (m + n) * (k * itemsize + 8),
+        ctx.device,
+        f"the {k}-dimensional embeddings of {m} users and {n} items",
+        "A stray index or ids never remapped to 0..n-1 are the usual cause (the "
+        "shape is max index + 1 unless the side features or a sparse matrix "
+        "give it): drop the stray pairs, or remap the ids "
+        "(np.unique(ids, return_inverse=True)).",
+    )
+
+
+#: Solver arguments the estimator sets itself (not through solver_options).
+_SET_BY_FIT = ("max_iter", "tol", "random_state", "verbose", "callback")
+
+
+def _check_solver_options(solver: str, options: dict, owner: str) -> None:
+    """Refuse solver_options keys that the solver does not take."""
+    signature = inspect.signature(SOLVERS.get(solver))
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    params = list(signature.parameters.values())
+    if any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params):
+        return
+    # the first two (objective, start point) are passed by fit
+    takes = {p.name for p in params[2:] if p.kind in kinds} - set(_SET_BY_FIT)
+    unknown = sorted(str(key) for key in options if key not in takes)
+    if unknown:
+        raise InvalidParameterError(
+            f"The 'solver_options' parameter of {owner} has key(s) {unknown} that "
+            f"the {solver!r} solver does not take; it takes {sorted(takes)} "
+            f"({', '.join(_SET_BY_FIT)} are parameters of {owner})."
+        )
 
 
 def _check_k(k, owner: str) -> None:

@@ -136,14 +136,46 @@ def get_loss(loss) -> object:
     -------
     object
         Has ``value``, ``first``, ``second``.
+
+    Raises
+    ------
+    InvalidParameterError
+        For another kind of object, or a custom loss whose methods do not map
+        two tensors ``(y, z)`` to a tensor of the shape of ``z`` (checked on a
+        probe of two pairs, before any fit).
     """
     if isinstance(loss, str):
         return LOSSES.get(loss)()
     if all(callable(getattr(loss, m, None)) for m in ("value", "first", "second")):
-        return loss
+        return _probed(loss)
     if callable(loss):
-        return AutogradLoss(loss)
+        return _probed(AutogradLoss(loss))
     raise InvalidParameterError(
         f"loss must be one of {sorted(LOSSES)}, an object with value/first/second "
         f"methods, or a callable fun(y, z); got {type(loss).__name__}."
     )
+
+
+def _probed(loss):
+    """``loss``, once its methods returned tensors of the right shape on a
+    probe: a custom loss that does not fails here, with its name, rather
+    than deep inside a solver."""
+    y = torch.tensor([1.0, 0.0])
+    z = torch.tensor([0.5, -0.5])
+    for method in ("value", "first", "second"):
+        try:
+            out = getattr(loss, method)(y, z)
+        except Exception as exc:  # any error of user code, reported as such
+            raise InvalidParameterError(
+                f"The custom loss failed on a probe: {method}(y, z) with y = "
+                f"{y.tolist()}, z = {z.tolist()} raised {type(exc).__name__}: "
+                f"{exc}"
+            ) from exc
+        if not isinstance(out, torch.Tensor) or out.shape != z.shape:
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out)
+            raise InvalidParameterError(
+                f"The custom loss must return a tensor of the shape of z from "
+                f"{method}(y, z); on a probe with z of shape {tuple(z.shape)} it "
+                f"returned {got}."
+            )
+    return loss
