@@ -19,6 +19,7 @@ from embedopt import (
     DataValidationError,
     DataWarning,
     InvalidParameterError,
+    NumericalInstabilityError,
 )
 from embedopt._core import as_array, check_param
 from embedopt.cli import main
@@ -33,6 +34,8 @@ from embedopt.data import (
     load_movielens,
     load_movielens_side_features,
     load_music_triplets,
+    make_correlated_gaussian,
+    make_low_rank_matrix,
     make_planted_embedding,
 )
 from embedopt.metrics import rmse
@@ -113,9 +116,15 @@ def test_side_features_ragged_wrapped_or_beyond_float32_are_refused():
         as_side_features({"d": np.full((2, 1), 1e300)}, 2, "item")
 
 
-def test_planted_embedding_of_impossible_size_is_refused_before_drawing():
+def test_synthetic_data_of_impossible_size_is_refused_before_drawing():
+    # NumPy raised "Maximum allowed dimension exceeded" (embedopt complete
+    # --size 2**63, quantize --n 2**63, ordinal --dims 2**63)
     with pytest.raises(DataValidationError, match="would take at least"):
         make_planted_embedding(12, 2**63)
+    with pytest.raises(DataValidationError, match="would take at least"):
+        make_low_rank_matrix(2**63, rank=2)
+    with pytest.raises(DataValidationError, match="would take at least"):
+        make_correlated_gaussian(2**63, 4)
 
 
 # -- dataset files ------------------------------------------------------------------
@@ -278,6 +287,13 @@ def test_ordinal_transform_refuses_ragged_objects(ordinal_model):
         ordinal_model.transform(RAGGED)
 
 
+def test_ordinal_batch_size_may_be_a_small_numpy_int():
+    # np.uint8(2) overflowed in the solver's step arithmetic (2**20 // b)
+    prob = make_planted_embedding(10, 2, n_train=50, n_test=10, random_state=0)
+    est = OrdinalEmbedding(2, batch_size=np.uint8(2), max_iter=1, random_state=0)
+    assert np.isfinite(est.fit(prob.train).embedding_).all()
+
+
 def test_ordinal_init_of_text_is_refused():
     prob = make_planted_embedding(10, 2, n_train=50, n_test=10, random_state=0)
     est = OrdinalEmbedding(2, max_iter=2, random_state=0, device="cpu")
@@ -286,6 +302,13 @@ def test_ordinal_init_of_text_is_refused():
 
 
 # -- quantization ---------------------------------------------------------------------
+
+
+def test_rotation_init_of_text_is_refused():
+    X = np.random.default_rng(0).standard_normal((40, 4)).astype(np.float32)
+    pq = ProductQuantizer(2, 4, rotation_init=["a", "b"], random_state=0)
+    with pytest.raises(DataValidationError, match="rotation_init must be a finite"):
+        pq.fit(X)
 
 
 def test_decode_refuses_ragged_codes():
@@ -328,6 +351,26 @@ def test_retrieval_recommend_caps_k_at_the_number_of_items(retrieval_model):
     ids = retrieval_model.recommend([0, 1], HUGE)  # was a 24 TiB allocation
     assert ids.shape == (2, retrieval_model.shape_[1])
     assert ((ids >= 0) & (ids < retrieval_model.shape_[1])).all()
+
+
+def test_retrieval_learning_rate_beyond_the_dtype_is_refused():
+    # torch's Adam raised "value cannot be converted to type float"
+    est = TwoTowerRetrieval(
+        4,
+        hidden=4,
+        n_subquantizers=2,
+        n_centroids=2,
+        batch_size=4,
+        warmup_steps=2,
+        n_steps=2,
+        warm_start_samples=4,
+        warm_start_iter=1,
+        learning_rate=1e300,
+        random_state=0,
+        device="cpu",
+    )
+    with pytest.raises(InvalidParameterError, match="'learning_rate' parameter"):
+        est.fit((np.arange(6), np.arange(6) % 3))
 
 
 def test_retrieval_fit_refuses_huge_indices_and_batches_before_allocation():
@@ -393,6 +436,12 @@ def test_similarity_huge_index_is_refused_before_allocation():
     est = TwoTowerModel(2, max_iter=1, random_state=0, device="cpu")
     with pytest.warns(DataWarning), pytest.raises(DataValidationError, match="would"):
         est.fit((np.array([0, 1, HUGE]), np.array([0, 1, 1])))
+
+
+def test_a_loss_that_is_no_loss_names_the_parameter():
+    est = TwoTowerModel(2, loss=float("nan"), random_state=0)
+    with pytest.raises(InvalidParameterError, match="'loss' parameter"):
+        est.fit(_PAIRS)
 
 
 def test_unknown_solver_options_are_refused():
@@ -476,6 +525,22 @@ def test_cluster_checks_its_arguments(kernel_model, arg, value):
     kwargs = {"n_clusters": 2, arg: value}
     with pytest.raises(InvalidParameterError, match=f"'{arg}' parameter"):
         kernel_model.cluster(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"init_scale": 1e300, "solver": "bm_agd"},
+        {"init_scale": 1e300, "gamma": "eq17"},
+        {"lam": 1e300, "gamma": "eq17"},
+    ],
+)
+@pytest.mark.filterwarnings("ignore::embedopt.DataWarning")  # two clusters
+def test_an_overflowing_sdp_solve_is_a_numerical_instability(params):
+    # OverflowError / LinAlgError escaped from the solvers' step sizes
+    est = ColoredMVU(2, n_neighbors=3, max_iter=5, random_state=0, **params)
+    with pytest.raises(NumericalInstabilityError, match="too large"):
+        est.fit(_KL_X, np.repeat([0, 1], 6))
 
 
 def test_a_bandwidth_that_underflows_every_weight_is_refused():

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
-from .._core import InvalidParameterError, resolve_random_state
+from .._core import InvalidParameterError, check_memory, resolve_random_state
 from .entries import ObservedEntries
 
 __all__ = [
@@ -125,6 +126,15 @@ def make_low_rank_matrix(
     if n_observed is None:
         n_observed = round(15 * m * np.log(max(m, 2)))
     n_observed = int(min(n_observed, m * n))
+    # the factors and the observed entries (positions and values), refused
+    # before any draw when they cannot fit
+    check_memory(
+        "make_low_rank_matrix",
+        8 * ((m + n) * int(rank) + 3 * n_observed),
+        torch.device("cpu"),
+        f"the rank-{rank} factors of a {m} x {n} matrix and {n_observed} entries",
+        "Lower n_rows, n_cols, rank or n_observed.",
+    )
     rng = resolve_random_state(random_state, "make_low_rank_matrix").numpy
     U = rng.standard_normal((m, rank))
     V = rng.standard_normal((n, rank))

@@ -7,8 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 
-from .._core import DataValidationError, InvalidParameterError, resolve_random_state
+from .._core import (
+    DataValidationError,
+    InvalidParameterError,
+    check_memory,
+    resolve_random_state,
+)
 from ._files import parsing
 from ._paths import find_dataset_dir
 
@@ -232,8 +238,16 @@ def make_correlated_gaussian(
             "The 'decay' parameter of make_correlated_gaussian must be a float in "
             f"[0, inf). Got {decay!r}."
         )
-    rng = resolve_random_state(random_state, "make_correlated_gaussian").numpy
     n = int(n_features)
+    # the basis and two copies of the samples, refused before any draw
+    check_memory(
+        "make_correlated_gaussian",
+        8 * (n * n + 2 * int(n_samples) * n),
+        torch.device("cpu"),
+        f"{n_samples} samples of {n} features",
+        "Lower n_samples or n_features.",
+    )
+    rng = resolve_random_state(random_state, "make_correlated_gaussian").numpy
     lam = np.exp(-decay * np.arange(n) / n)
     lam *= n / lam.sum()
     Q, Rq = np.linalg.qr(rng.standard_normal((n, n)))

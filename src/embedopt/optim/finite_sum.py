@@ -99,12 +99,15 @@ def clip_batch_size(batch_size: int, per_epoch: int, name: str) -> int:
     Returns
     -------
     int
+        A Python int (a NumPy one, e.g. ``np.uint8(2)``, would overflow in the
+        step arithmetic of the solvers).
 
     Warns
     -----
     DataWarning
         When ``batch_size`` is clipped (the data are fewer than it assumes).
     """
+    batch_size, per_epoch = int(batch_size), int(per_epoch)
     if batch_size <= per_epoch:
         return batch_size
     warnings.warn(

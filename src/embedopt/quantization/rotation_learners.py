@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .._core import Registry
+from .._core import DataValidationError, Registry, as_array
 from ..linalg.rotations import apply_givens, apply_givens_sequence, cayley, procrustes
 from ..optim.givens import PairSelection, get_pair_selection
 
@@ -564,8 +564,17 @@ def initial_rotation(
     ------
     InvalidParameterError
         If ``init`` is a string that names no entry of :data:`ROTATION_INITS`.
+    DataValidationError
+        If ``init`` is not a finite real matrix.
     """
     if isinstance(init, str):
         return ROTATION_INITS.get(init)(X, M, generator)
-    R = torch.as_tensor(np.asarray(init), dtype=X.dtype, device=X.device)
+    a = as_array(init, "rotation_init")
+    if a.dtype.kind not in "iuf" or not np.all(np.isfinite(a)):
+        raise DataValidationError(
+            f"rotation_init must be a finite real (n, n) matrix or one of "
+            f"{sorted(ROTATION_INITS)}; got an array of dtype {a.dtype}"
+            + (" with NaN or inf." if a.dtype.kind in "iuf" else ".")
+        )
+    R = torch.as_tensor(a, dtype=X.dtype, device=X.device)
     return R.clone()

@@ -32,6 +32,7 @@ from .._core import (
     ConvergenceWarning,
     DataValidationError,
     Interval,
+    InvalidParameterError,
     Options,
     RandomState,
     Registry,
@@ -403,6 +404,14 @@ def train_two_tower_index(
         callback=callback,
     )
     validate_params(name, settings, TWO_TOWER_CONSTRAINTS)
+    largest = torch.finfo(resolve_dtype(dtype)).max
+    for key in ("learning_rate", "rotation_learning_rate"):
+        # torch's optimizers hold the step size in the dtype of the weights
+        if settings[key] > largest:
+            raise InvalidParameterError(
+                f"The {key!r} parameter of {name} must be at most {largest:.4g} "
+                f"(the largest {resolve_dtype(dtype)}). Got {settings[key]!r}."
+            )
     if n_components % n_subquantizers:
         raise DataValidationError(
             f"n_subquantizers={n_subquantizers} must divide "

@@ -19,6 +19,7 @@ from .._core import (
     DataValidationError,
     Interval,
     InvalidParameterError,
+    NumericalInstabilityError,
     Options,
     as_array,
     check_is_fitted,
@@ -109,19 +110,30 @@ def _solve(estimator, problem, ctx):
     """The one solver call of an sdp estimator's fit (its parameters, its context)."""
     name = SOLVERS.resolve_name(estimator.solver)
     extra = {k: getattr(estimator, k) for k in _SOLVER_PARAMS[name]}
-    return SOLVERS.get(name)(
-        problem,
-        estimator.n_components,
-        max_iter=estimator.max_iter,
-        tol=estimator.tol,
-        init_scale=estimator.init_scale,
-        random_state=ctx.random_state,
-        device=ctx.device,
-        dtype=ctx.dtype,
-        verbose=estimator.verbose,
-        callback=estimator.callback,
-        **extra,
-    )
+    try:
+        return SOLVERS.get(name)(
+            problem,
+            estimator.n_components,
+            max_iter=estimator.max_iter,
+            tol=estimator.tol,
+            init_scale=estimator.init_scale,
+            random_state=ctx.random_state,
+            device=ctx.device,
+            dtype=ctx.dtype,
+            verbose=estimator.verbose,
+            callback=estimator.callback,
+            **extra,
+        )
+    except (OverflowError, np.linalg.LinAlgError, torch.linalg.LinAlgError) as exc:
+        # A starting factor or lam far beyond the scale of the data overflows
+        # the step-size arithmetic (gamma, the quartic line search) before the
+        # solver's own check of a non-finite objective sees it.
+        raise NumericalInstabilityError(
+            f"{type(estimator).__name__}: the {name} solve overflowed "
+            f"({' '.join(str(exc).split())[:200]}). init_scale="
+            f"{estimator.init_scale!r} or lam={estimator.lam!r} is too large for "
+            "the scale of the data; lower them or rescale X."
+        ) from exc
 
 
 def _store_result(estimator, result) -> None:

@@ -151,8 +151,9 @@ def get_loss(loss) -> object:
     if callable(loss):
         return _probed(AutogradLoss(loss))
     raise InvalidParameterError(
-        f"loss must be one of {sorted(LOSSES)}, an object with value/first/second "
-        f"methods, or a callable fun(y, z); got {type(loss).__name__}."
+        f"The 'loss' parameter must be one of {sorted(LOSSES)}, an object with "
+        f"value/first/second methods, or a callable fun(y, z). Got "
+        f"{type(loss).__name__}."
     )
 
 
@@ -167,14 +168,16 @@ def _probed(loss):
             out = getattr(loss, method)(y, z)
         except Exception as exc:  # any error of user code, reported as such
             raise InvalidParameterError(
-                f"The custom loss failed on a probe: {method}(y, z) with y = "
+                f"The 'loss' parameter is a custom loss that failed on a probe: "
+                f"{method}(y, z) with y = "
                 f"{y.tolist()}, z = {z.tolist()} raised {type(exc).__name__}: "
                 f"{exc}"
             ) from exc
         if not isinstance(out, torch.Tensor) or out.shape != z.shape:
             got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out)
             raise InvalidParameterError(
-                f"The custom loss must return a tensor of the shape of z from "
+                f"The 'loss' parameter is a custom loss that must return a tensor "
+                f"of the shape of z from "
                 f"{method}(y, z); on a probe with z of shape {tuple(z.shape)} it "
                 f"returned {got}."
             )
