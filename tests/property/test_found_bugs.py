@@ -444,6 +444,21 @@ def test_a_loss_that_is_no_loss_names_the_parameter():
         est.fit(_PAIRS)
 
 
+@pytest.mark.parametrize(
+    ("tower", "match"),
+    [
+        (torch.nn.Identity(), "returned a torch.int64 tensor"),
+        (torch.nn.Linear(3, 3), "failed on a probe"),
+        (torch.nn.Embedding(6, 5), "one width"),
+    ],
+)
+def test_a_custom_tower_is_probed_before_the_fit(tower, match):
+    # torch raised inside the objective (vjp of int64 outputs, shape errors)
+    est = TwoTowerModel(3, user_tower=tower, max_iter=1, random_state=0)
+    with pytest.raises(InvalidParameterError, match=match):
+        est.fit(_PAIRS)
+
+
 def test_unknown_solver_options_are_refused():
     est = TwoTowerModel(
         2,
@@ -588,6 +603,17 @@ def test_an_option_given_double_dash_as_its_value(capsys):
     # argparse drops the "--" and stores [], which reached the command
     line = _error_line(capsys, ["quantize", "--data=--"], at_parse=True)
     assert "argument --data: expected one argument" in line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["complete", "--size", "99999999999999999999"],  # np.log of a big int
+        ["sdp", "--data", "synthetic", "--n", str(2**63)],  # NumPy's dimension
+    ],
+)
+def test_huge_synthetic_sizes_end_in_one_error_line(capsys, argv):
+    assert "would take at least" in _error_line(capsys, argv, at_parse=False)
 
 
 def test_libsvm_feature_index_zero_is_refused_not_read_as_the_last(capsys, tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._common import (
@@ -126,7 +128,8 @@ def _load(args):
             raise CommandError(f"--rank {args.rank} exceeds --size {m}")
         parts = 3 if _binary(args) else 2  # +/-1 losses also hold out a test set
         # small m: leave a share of the entries unobserved for the test error
-        n_train = min(round(15 * m * np.log(m)), m * m // (parts + 1))
+        # math.log: np.log has no loop for Python ints beyond int64 (--size 1e20)
+        n_train = min(round(15 * m * math.log(m)), m * m // (parts + 1))
         prob = make_low_rank_matrix(
             m, rank=args.rank, n_observed=parts * n_train, random_state=rng
         )

@@ -121,6 +121,12 @@ def _read_libsvm(path, n_rows=None, n_features=_A1A_FEATURES):
 
 
 def _synthetic(n, seed):
+    import torch
+
+    from .._core import check_memory
+
+    # 10 features and their labels per pattern, refused before any draw
+    check_memory("embedopt sdp", 8 * 11 * n, torch.device("cpu"), f"{n} patterns")
     rng = np.random.default_rng(seed)
     y = np.arange(n) % 2
     X = rng.normal(size=(n, 10)) + 1.5 * y[:, None]

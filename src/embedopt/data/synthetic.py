@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,7 +125,7 @@ def make_low_rank_matrix(
     if m < 1 or n < 1 or rank < 1:
         raise InvalidParameterError("n_rows, n_cols and rank must be >= 1.")
     if n_observed is None:
-        n_observed = round(15 * m * np.log(max(m, 2)))
+        n_observed = round(15 * m * math.log(max(m, 2)))  # exact for huge m too
     n_observed = int(min(n_observed, m * n))
     # the factors and the observed entries (positions and values), refused
     # before any draw when they cannot fit

@@ -403,6 +403,16 @@ class TwoTowerModel(BaseEstimator):
         )
         user_tower = self._tower(self.user_tower, m, uf, ctx, "user")
         item_tower = self._tower(self.item_tower, n, vf, ctx, "item")
+        widths = {
+            side: _probe_tower(tower, size, ctx, side, type(self).__name__)
+            for side, tower, size in (("user", user_tower, m), ("item", item_tower, n))
+        }
+        if widths["user"] != widths["item"]:
+            raise InvalidParameterError(
+                f"The towers of {type(self).__name__} must return embeddings of "
+                f"one width; the user tower returns {widths['user']} columns, the "
+                f"item tower {widths['item']}."
+            )
         a, b = self._weights(data, m, n)
         objective = AllPairsObjective(
             user_tower,
@@ -599,6 +609,48 @@ def _rows(features, side: str) -> int:
             )
         return int(a.shape[0])
     return 0
+
+
+def _probe_tower(tower: nn.Module, n: int, ctx, side: str, owner: str) -> int:
+    """The width of the embeddings ``tower`` returns, once a probe on the ids
+    of the first entities showed that it maps a batch of ids to a batch of
+    rows: a custom module that does not fails here, naming its parameter,
+    rather than inside a solver."""
+    try:
+        where = next(tower.parameters()).device
+    except StopIteration:
+        where = ctx.device
+    ids = torch.arange(min(n, 2), device=where)
+    training = tower.training
+    tower.eval()  # no batch-norm statistics or dropout from the probe
+    try:
+        with torch.no_grad():
+            out = tower(ids)
+    except Exception as exc:  # any error of a user module, reported as such
+        raise InvalidParameterError(
+            f"The '{side}_tower' parameter of {owner} is a module that failed on "
+            f"a probe: tower(ids) with int64 ids {ids.tolist()} raised "
+            f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        ) from exc
+    finally:
+        tower.train(training)
+    if not (
+        isinstance(out, torch.Tensor)
+        and out.is_floating_point()
+        and out.ndim == 2
+        and out.shape[0] == ids.numel()
+    ):
+        got = (
+            f"a {out.dtype} tensor of shape {tuple(out.shape)}"
+            if isinstance(out, torch.Tensor)
+            else type(out).__name__
+        )
+        raise InvalidParameterError(
+            f"The '{side}_tower' parameter of {owner} must map a batch of b ids "
+            f"(int64) to a (b, k) float tensor of embeddings; on {ids.numel()} ids "
+            f"it returned {got}."
+        )
+    return int(out.shape[1])
 
 
 def _check_size(owner: str, shape, k: int, ctx) -> None:
