@@ -206,6 +206,18 @@ def test_malformed_music_triplets_name_the_file(tmp_path, triplets, labels, matc
         load_music_triplets(root)
 
 
+def test_music_triplets_with_astral_text_do_not_crash_numpy(tmp_path):
+    # np.loadtxt(..., dtype=np.int64) segfaults (NumPy 2.4.6, about 3 runs in
+    # 4) on a field holding a character beyond U+FFFF: the loader parses floats
+    content = "i,j,k\n1,\U000de794,3\n".encode()
+    root = _folder(tmp_path, "music-aset400-triplets", {"music_triplets.csv": content})
+    with pytest.raises(DataValidationError, match="is not in the expected format"):
+        load_music_triplets(root)
+    (root / "music-aset400-triplets" / "music_triplets.csv").write_text("i\n1,2,2.5\n")
+    with pytest.raises(DataValidationError, match="artist indices must be integers"):
+        load_music_triplets(root)
+
+
 @pytest.mark.parametrize(
     ("content", "match"),
     [

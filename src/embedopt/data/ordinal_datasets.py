@@ -85,12 +85,15 @@ def load_music_triplets(path: str | os.PathLike | None = None) -> MusicTriplets:
     layout = "a header line, then 1-based i,j,k triplets"
     with parsing(source, layout), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # no data: reported below
-        raw = np.loadtxt(source, delimiter=",", skiprows=1, dtype=np.int64, ndmin=2)
+        # floats, checked to be integers below: NumPy 2.4's integer parser
+        # crashes the process (a segfault) on some non-numeric text
+        raw = np.loadtxt(source, delimiter=",", skiprows=1, ndmin=2)
     if raw.shape[0] == 0 or raw.shape[1] != 3:
         raise DataValidationError(
             f"{source} has {raw.shape[0]} lines of {raw.shape[1]} values; expected "
             f"{layout}."
         )
+    raw = integer_ids(raw.ravel(), source, "artist indices").reshape(raw.shape)
     if raw.min() < 1:
         raise DataValidationError(
             f"{source}: artist indices are 1-based; found {int(raw.min())}."
