@@ -123,8 +123,49 @@ def test_default_centering_follows_the_loss():
     data = (idx[:, 0], idx[:, 1], labels)
     model = MatrixCompletion(loss="logistic", random_state=0, n_lambdas=4).fit(data)
     assert model.centering_.center == "none" and model.score(data) > 0.9
-    square = MatrixCompletion(lam=1.0, random_state=0).fit(prob.observed)
-    assert square.centering_.center == "both"
+    assert model.centering_selection_ is None
+
+
+def _offset_matrix(offsets: bool, seed=0):
+    """A rank-2 matrix observed at 60 %, plus real row / column offsets or not."""
+    from embedopt.data import make_low_rank_matrix
+
+    prob = make_low_rank_matrix(
+        60, 50, rank=2, noise_std=0.05, n_observed=1800, random_state=seed
+    )
+    e = prob.observed
+    if offsets:
+        rng = np.random.default_rng(seed)
+        a, b = rng.normal(3, 1.5, 60), rng.normal(0, 1.5, 50)
+        e = e.with_values(e.values + a[e.rows] + b[e.cols])
+    return e
+
+
+def test_default_centering_is_chosen_from_the_data():
+    # Real offsets are removed; on a zero-mean low-rank matrix fitted offsets
+    # are noise and the default leaves the values alone (issue 13).
+    for offsets, expected in ((True, "both"), (False, "none")):
+        for lam in ("auto", 1.0):
+            model = MatrixCompletion(lam=lam, random_state=0).fit(
+                _offset_matrix(offsets)
+            )
+            assert model.center_ == expected == model.centering_.center
+            sel = model.centering_selection_
+            assert sel.center == expected and set(sel.mse) == {"none", "global", "both"}
+            assert (sel.z["both"] > 2) == (expected == "both")
+
+
+def test_default_centering_is_never_worse_than_none():
+    from embedopt.data import split_entries
+
+    for seed in range(3):
+        for offsets in (True, False):
+            tr, te = split_entries(
+                _offset_matrix(offsets, seed), (0.8, 0.2), random_state=0
+            )
+            auto = MatrixCompletion(random_state=0).fit(tr)
+            none = MatrixCompletion(center="none", random_state=0).fit(tr)
+            assert -auto.score(te) <= -none.score(te) * 1.02
 
 
 # -- sizes that cannot fit, stray indices, infinite lambda (issue 14) ----------------

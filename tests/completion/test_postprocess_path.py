@@ -125,3 +125,53 @@ def test_centering_recovers_additive_model():
     np.testing.assert_allclose(z.inverse_transform((r, c), t.values), obs.values)
     with pytest.raises(InvalidParameterError):
         Centering("rows")
+
+
+def test_refine_fits_the_whole_low_rank_factorization():
+    # From a random rank-3 start the ALS refinement recovers a noiseless rank-3
+    # matrix (singular-value refitting alone cannot: it keeps the subspaces).
+    import torch
+
+    from embedopt.completion import CompletionProblem, postprocess
+    from embedopt.completion.postprocess import refine
+    from embedopt.data import make_low_rank_matrix
+
+    prob = make_low_rank_matrix(80, 60, rank=3, noise_std=0.0, random_state=0)
+    P = CompletionProblem(prob.observed, dtype="float64")
+    gen = torch.Generator().manual_seed(0)
+    U = torch.linalg.qr(torch.randn(80, 3, generator=gen, dtype=torch.float64)).Q
+    V = torch.linalg.qr(torch.randn(60, 3, generator=gen, dtype=torch.float64)).Q
+    s = torch.ones(3, dtype=torch.float64)
+    truth = prob.U @ prob.V.T
+    Ur, sr, Vr = refine(P, U, s, V, ridge=1e-8, n_sweeps=200, tol=0)
+    Up, sp, Vp = postprocess(P, U, s, V)
+    err = np.abs((Ur * sr).numpy() @ Vr.numpy().T - truth).max()
+    err_pp = np.abs((Up * sp).numpy() @ Vp.numpy().T - truth).max()
+    assert err < 1e-4 * np.abs(truth).max() < err_pp
+    # An SVD again: orthonormal factors, decreasing nonnegative values.
+    eye = torch.eye(3, dtype=torch.float64)
+    torch.testing.assert_close(Ur.T @ Ur, eye, atol=1e-10, rtol=0)
+    torch.testing.assert_close(Vr.T @ Vr, eye, atol=1e-10, rtol=0)
+    assert (sr[:-1] >= sr[1:]).all() and (sr > 0).all()
+
+
+def test_path_steps_past_the_optimum_stop_once_validation_turns_away():
+    from embedopt.completion.path import _TurnedAway
+    from embedopt.optim.monitor import IterationState
+
+    def run(cb, values):
+        for i, v in enumerate(values):
+            if cb(IterationState("s", i + 1, 0.0, 0.0, {cb.key: v})):
+                return i + 1
+        return None
+
+    # Three rises in a row, ending above the best score: stop at the 4th value.
+    assert run(_TurnedAway("val_rmse", 1.0, False), [1.1, 1.2, 1.3, 1.4, 1.5]) == 4
+    # Rising but still better than the best lambda's score: go on.
+    assert run(_TurnedAway("val_rmse", 2.0, False), [1.1, 1.2, 1.3, 1.4]) is None
+    # Falling after a rise: go on.
+    assert run(_TurnedAway("val_rmse", 1.0, False), [1.1, 1.2, 1.1, 1.2, 1.3]) is None
+    # Accuracy: higher is better.
+    assert run(_TurnedAway("val_accuracy", 0.9, True), [0.8, 0.7, 0.6, 0.5]) == 4
+    # The user's callback still stops the solve.
+    assert run(_TurnedAway("val_rmse", 1.0, False, lambda s: True), [0.5]) == 1

@@ -18,7 +18,7 @@ from embedopt.completion import (
     proximal_completion,
     soft_impute,
 )
-from embedopt.data import make_low_rank_matrix, split_entries
+from embedopt.data import ObservedEntries, make_low_rank_matrix, split_entries
 
 
 @pytest.fixture(scope="module")
@@ -70,15 +70,32 @@ def test_fit_path_fixed_lambda_is_one_solve_then_postprocessing(data):
 def test_fit_path_auto_selects_on_validation_and_refits(data):
     tr, va = data
     prob = CompletionProblem(tr, validation=va, dtype="float64")
-    full = CompletionProblem(tr, dtype="float64")
+    both = ObservedEntries(
+        np.concatenate([tr.indices, va.indices]),
+        np.concatenate([tr.values, va.values]),
+        tr.shape,
+    )
+    full = CompletionProblem(both, dtype="float64")
     fit = fit_path(prob, n_lambdas=5, refit_problem=full, random_state=0)
     # fit_path gives the path the first child of its random state.
     ref = lambda_path(prob, n_lambdas=5, random_state=resolve_random_state(0).spawn())
     assert fit.lam == fit.path.best_lambda
     assert fit.path.lambdas.size >= 2
     np.testing.assert_array_equal(fit.path.lambdas, ref.lambdas)
-    # The refit solves the full problem: its history has no validation column.
-    assert "val_rmse" not in fit.result.history
+    if fit.refined:
+        # The selected refinement is refined again on the full problem (it
+        # then fits the validation entries too).
+        U, s, V = fit.factors
+        assert full.loss.total(full.predict((U, s, V)), full.y) < full.loss.total(
+            full.predict(fit.path.best_factors), full.y
+        )
+    else:
+        # The refit solves the full problem: its history has no validation column.
+        assert "val_rmse" not in fit.result.history
+    plain = fit_path(
+        prob, n_lambdas=5, refit_problem=full, random_state=0, postprocess=True
+    )
+    assert not plain.refined and "val_rmse" not in plain.result.history
     with pytest.raises(InvalidParameterError, match="'lam' parameter of fit_path"):
         fit_path(prob, lam=-1.0)
 

@@ -306,7 +306,7 @@ def test_als_chunks_do_not_change_the_result(chunk_size, monkeypatch):
     x0 = obj.initial_point()
     whole = als(obj, x0, max_iter=3, tol=0)
     # Also split the item Gramian products into column blocks.
-    monkeypatch.setattr("embedopt.similarity.baselines._ALS_CHUNK_ELEMENTS", 2 * K * K)
+    monkeypatch.setattr("embedopt.linalg.normal_equations._CHUNK_ELEMENTS", 2 * K * K)
     parts = als(obj, x0, max_iter=3, tol=0, chunk_size=chunk_size)
     assert _rel(parts.x, whole.x) < 1e-12
 

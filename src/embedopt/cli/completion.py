@@ -82,10 +82,10 @@ def add_arguments(p) -> None:
     )
     p.add_argument(
         "--center",
-        default=None,
-        choices=["none", "global", "row", "column", "both"],
-        help="centering (default: none for synthetic data and the +/-1 losses, "
-        "both otherwise)",
+        default="auto",
+        choices=["auto", "none", "global", "row", "column", "both"],
+        help="centering (default auto: none for the +/-1 losses, else chosen "
+        "on the validation entries, as MatrixCompletion does)",
     )
     p.add_argument(
         "--postprocess",
@@ -167,13 +167,6 @@ def _signs(values) -> np.ndarray:
     return np.where(np.asarray(values) >= 0, 1.0, -1.0)
 
 
-def _center(args) -> str:
-    """--center, or its default: none for synthetic data, else the loss's."""
-    if args.center is not None:
-        return args.center
-    return "none" if args.data == "synthetic" else "auto"
-
-
 def run(args) -> int:
     """Run ``embedopt complete``; return the exit status."""
     from ..completion import MatrixCompletion
@@ -184,7 +177,7 @@ def run(args) -> int:
         args.lam,
         loss=args.loss,
         solver=args.solver,
-        center=_center(args),
+        center=args.center,
         postprocess=pp,
         max_iter=args.max_iter,
         tol=args.tol,
@@ -251,15 +244,23 @@ def _plot(args, model, history) -> None:
 
 def _print_path(path, selected) -> None:
     print(
-        f"\nlambda path (warm starts; validation {path['metric']} after "
-        "optional post-processing):"
+        f"\nlambda path (warm starts; validation {path['metric']} of the raw, "
+        "post-processed (pp) or rank-r refined solution, whichever is best):"
     )
-    print(f"{'lambda':>10} {'rank':>5} {'seconds':>8} {path['metric']:>10}")
-    for lam_k, r, t, sc in zip(
-        path["lambdas"], path["ranks"], path["times"], path["scores"], strict=True
+    print(f"{'lambda':>10} {'rank':>5} {'seconds':>8} {path['metric']:>10}  scored")
+    kinds = np.where(
+        path["refined"], "refined", np.where(path["postprocessed"], "pp", "raw")
+    )
+    for lam_k, r, t, sc, kind in zip(
+        path["lambdas"],
+        path["ranks"],
+        path["times"],
+        path["scores"],
+        kinds,
+        strict=True,
     ):
         mark = "  <- selected" if lam_k == selected else ""
-        print(f"{lam_k:>10.4g} {int(r):>5} {t:>8.3f} {sc:>10.5f}{mark}")
+        print(f"{lam_k:>10.4g} {int(r):>5} {t:>8.3f} {sc:>10.5f}  {kind:<7}{mark}")
 
 
 def _solve_from_scratch(args, model, train, val, out, caught):

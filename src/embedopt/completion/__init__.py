@@ -1,6 +1,11 @@
 """Matrix completion: AIS-Impute, Soft-Impute, APG, post-processing, lambda paths."""
 
-from .centering import CENTERINGS, Centering
+from .centering import (
+    CENTERINGS,
+    Centering,
+    CenteringSelection,
+    select_centering,
+)
 from .estimators import MatrixCompletion, TensorCompletion
 from .losses import LOSSES, LogisticLoss, Loss, SquaredHingeLoss, SquareLoss, get_loss
 from .nonconvex import dc_completion, irnn
@@ -38,6 +43,7 @@ __all__ = [
     "SVT_METHODS",
     "CappedL1",
     "Centering",
+    "CenteringSelection",
     "CompletionFit",
     "CompletionProblem",
     "LogSumPenalty",
@@ -66,5 +72,6 @@ __all__ = [
     "method_options",
     "postprocess",
     "proximal_completion",
+    "select_centering",
     "soft_impute",
 ]

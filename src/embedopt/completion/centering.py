@@ -8,12 +8,14 @@ predictions are mapped back.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .._core import InvalidParameterError
 from ..data import ObservedEntries
 
-__all__ = ["CENTERINGS", "Centering"]
+__all__ = ["CENTERINGS", "Centering", "CenteringSelection", "select_centering"]
 
 #: Centering modes.
 CENTERINGS = ("none", "global", "row", "column", "both")
@@ -145,3 +147,81 @@ class Centering:
     def inverse_transform(self, indices, pred) -> np.ndarray:
         """Map predictions of the centered model back to the original scale."""
         return np.asarray(pred, dtype=np.float64) * self.scale_ + self.offsets(indices)
+
+
+@dataclass
+class CenteringSelection:
+    """What :func:`select_centering` decided, and on which numbers.
+
+    Attributes
+    ----------
+    center : str
+        The selected mode.
+    mse : dict
+        Validation mean squared error of the offsets alone, per mode.
+    z : dict
+        ``z["both"]``: the paired z statistic of the reduction in squared
+        error from "none" to "both" (positive: the offsets predict better).
+    """
+
+    center: str
+    mse: dict
+    z: dict
+
+
+def select_centering(
+    train: ObservedEntries,
+    validation: ObservedEntries,
+    *,
+    reg: float = 5.0,
+    n_sweeps: int = 10,
+    z_min: float = 2.0,
+) -> CenteringSelection:
+    """Choose ``"none"`` or ``"both"`` from held-out entries.
+
+    Offsets are fitted on ``train`` and judged by how well they alone predict
+    ``validation``: "both" (mean + row + column offsets, every mode for
+    tensors) replaces "none" (predict 0) only when it lowers the squared
+    error significantly, by a paired test (mean reduction over its standard
+    error above ``z_min``). A tie keeps "none".
+
+    Why: offsets help nuclear-norm completion only when they are real. On
+    ratings they are (MovieLens-100K / 1M: the offsets lower the validation
+    MSE of the mean alone by 31 % / 34 %); on a zero-mean low-rank matrix they
+    are noise fitted from a few dozen entries per row, which the low-rank fit
+    must then undo (Yao & Kwok's Table III problem, m = 1000: the offsets
+    raise the validation MSE by 2 %, and the test NMSE of the default fit is
+    0.12 with "both", 0.037 with "none"). "global" is not a candidate: the
+    mean of an exactly low-rank matrix can be significant, yet subtracting it
+    adds a rank-one term (rank-2 60 x 50 matrix: test RMSE 0.060 with
+    "global", 0.053 with "none"); where a large mean matters, "both" removes
+    it too.
+
+    Parameters
+    ----------
+    train, validation : ObservedEntries
+    reg, n_sweeps
+        Of the fitted :class:`Centering`.
+    z_min : float
+        Significance threshold.
+
+    Returns
+    -------
+    CenteringSelection
+        ``mse`` also reports "global", for information.
+    """
+    v = validation.values.astype(np.float64)
+    errors = {"none": v**2}
+    for mode in ("global", "both"):
+        cen = Centering(mode, reg=reg, n_sweeps=n_sweeps).fit(train)
+        errors[mode] = (v - cen.offsets(validation.indices)) ** 2
+    best, z = "none", {}
+    for mode in ("both",):
+        d = errors[best] - errors[mode]
+        se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
+        mean = float(d.mean()) if d.size else 0.0
+        z[mode] = mean / se if se > 0 else (np.inf if mean > 0 else 0.0)
+        if z[mode] > z_min:
+            best = mode
+    mse = {k: float(e.mean()) if e.size else float("nan") for k, e in errors.items()}
+    return CenteringSelection(best, mse, z)

@@ -25,7 +25,7 @@ from .._core import (
 )
 from ..data import ObservedEntries, as_observed_entries, split_entries
 from ..metrics import rmse
-from .centering import CENTERINGS, Centering
+from .centering import CENTERINGS, Centering, select_centering
 from .losses import LOSSES, Loss, get_loss
 from .path import fit_path
 from .problem import CompletionProblem
@@ -118,6 +118,31 @@ def _unfolded_columns(idx: np.ndarray, shape, d: int) -> np.ndarray:
     return np.ravel_multi_index(tuple(idx[:, others].T), [shape[k] for k in others])
 
 
+def _union(entries: ObservedEntries, extra: ObservedEntries | None) -> ObservedEntries:
+    """``entries`` plus the positions of ``extra`` they do not hold.
+
+    The refit after the lambda path uses every entry ``fit`` was given: the
+    training entries and, when they came separately, the validation entries
+    (a held-out part of ``entries`` is in ``entries`` already).
+    """
+    if extra is None or extra is entries:
+        return entries
+    try:
+        have = np.ravel_multi_index(tuple(entries.indices.T), entries.shape)
+        new = np.ravel_multi_index(tuple(extra.indices.T), entries.shape)
+    except ValueError:  # more positions than int64 can number: keep entries
+        return entries
+    keep = ~np.isin(new, have)
+    if not keep.any():
+        return entries
+    return ObservedEntries(
+        np.concatenate([entries.indices, extra.indices[keep]]),
+        np.concatenate([entries.values, extra.values[keep]]),
+        entries.shape,
+        validate=False,
+    )
+
+
 class _CompletionEstimator(BaseEstimator):
     """Shared fit / predict machinery of the completion estimators."""
 
@@ -161,10 +186,10 @@ class _CompletionEstimator(BaseEstimator):
         )
 
     def _check_loss(self) -> tuple[Loss, str]:
-        """The loss, and the centering mode (``"auto"`` follows the loss)."""
+        """The loss, and the centering mode (``"auto"``: resolved in ``fit``)."""
         loss = get_loss(self.loss)
         if self.center == "auto":
-            return loss, "none" if loss.binary else "both"
+            return loss, "none" if loss.binary else "auto"
         if loss.binary and self.center != "none":
             raise InvalidParameterError(
                 f"The 'center' parameter of {type(self).__name__} must be 'none' "
@@ -221,6 +246,21 @@ class _CompletionEstimator(BaseEstimator):
         _check_size(type(self).__name__, entries.shape, ctx.device)
         loss.check_labels(entries.values)
         train, val = self._split(entries, validation, ctx.random_state)
+        self.centering_selection_ = None
+        if center == "auto":
+            held = val
+            fit_on = train
+            if held is None or held.nnz < 2:
+                # A fixed lam needs no validation set: hold one out for this
+                # decision only.
+                fit_on, held = split_entries(
+                    train, (0.9, 0.1), random_state=ctx.random_state.numpy
+                )
+            self.centering_selection_ = select_centering(
+                fit_on, held, reg=self.center_reg
+            )
+            center = self.centering_selection_.center
+        self.center_ = center
         self.centering_ = Centering(center, self.scale, self.center_reg).fit(train)
 
         def problem(part, held_out=None):
@@ -238,7 +278,7 @@ class _CompletionEstimator(BaseEstimator):
         fitted = fit_path(
             problem(train, val),
             lam=self.lam,
-            refit_problem=problem(entries) if refit else None,
+            refit_problem=problem(_union(entries, val)) if refit else None,
             solver=self.solver,
             postprocess=self.postprocess,
             n_lambdas=self.n_lambdas,
@@ -257,6 +297,8 @@ class _CompletionEstimator(BaseEstimator):
                 ranks=path.ranks,
                 times=path.times,
                 metric=path.metric,
+                postprocessed=path.postprocessed,
+                refined=path.refined,
             )
         self._loss = loss
         self.shape_ = entries.shape
@@ -402,8 +444,12 @@ class MatrixCompletion(_CompletionEstimator):
     center : {"auto", "none", "global", "row", "column", "both"}
         Offsets removed before the low-rank fit (see
         :class:`~embedopt.completion.Centering`); must be ``"none"`` for +/-1
-        losses. ``"auto"`` follows the loss: ``"none"`` for the +/-1 losses,
-        ``"both"`` otherwise.
+        losses. ``"auto"``: ``"none"`` for the +/-1 losses; otherwise chosen
+        from the data by :func:`~embedopt.completion.select_centering` on the
+        validation entries (a held-out tenth of the training entries when
+        there are none): ``"both"`` on ratings (MovieLens), ``"none"`` on a
+        zero-mean low-rank matrix, where fitted offsets are noise (Table III
+        problem: test NMSE 0.12 with "both", 0.037 with "none").
     scale : bool
         Also divide centered values by their standard deviation.
     center_reg : float
@@ -416,7 +462,8 @@ class MatrixCompletion(_CompletionEstimator):
         validation entries.
     refit : bool
         With ``lam="auto"``, solve once more at the selected lambda on training
-        plus validation entries (warm-started, so cheap).
+        plus validation entries (warm-started, so cheap): the held-out part of
+        the training entries, or the ``validation`` entries passed to ``fit``.
     random_state : None, int or numpy Generator
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}
@@ -437,8 +484,14 @@ class MatrixCompletion(_CompletionEstimator):
         The lambda used (selected one with ``lam="auto"``).
     path_ : dict or None
         With ``lam="auto"``: ``lambdas``, ``scores``, ``ranks``, ``times``,
-        ``metric``.
+        ``metric``, ``postprocessed`` and ``refined`` (which solution was
+        scored at each lambda, see :func:`~embedopt.completion.lambda_path`).
     centering_ : Centering
+    center_ : str
+        The centering mode used (``center``, or the one ``"auto"`` chose).
+    centering_selection_ : CenteringSelection or None
+        With ``center="auto"`` and a non-binary loss: the validation errors
+        and test statistics behind ``center_``.
     history_ : dict of numpy.ndarray
         Convergence history of the final solve.
     n_iter_ : int
@@ -559,9 +612,9 @@ class TensorCompletion(_CompletionEstimator):
     loss, solver, max_rank, max_iter, tol, lam_decay, power_iters, postprocess,
     center, scale, center_reg, n_lambdas, lambda_min_ratio, patience,
     validation_fraction, refit, random_state, device, dtype, verbose, callback
-        As in :class:`MatrixCompletion` (``center="both"``, the default for the
-        square loss, removes an offset
-        per index of every mode).
+        As in :class:`MatrixCompletion` (``center="both"``, which
+        ``center="auto"`` picks when the offsets predict held-out entries
+        better, removes an offset per index of every mode).
 
     Attributes
     ----------
@@ -569,7 +622,8 @@ class TensorCompletion(_CompletionEstimator):
         ``(U_d, s_d, V_d)`` per mode: ``X^d_<d> = U_d diag(s_d) V_d^T``.
     ranks_ : list of int
         Rank of each component.
-    lam_, path_, centering_, history_, n_iter_, stop_reason_, shape_
+    lam_, path_, centering_, center_, centering_selection_, history_, n_iter_,
+    stop_reason_, shape_
         As in :class:`MatrixCompletion`.
 
     Examples

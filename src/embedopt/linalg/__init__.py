@@ -5,6 +5,7 @@ tuples of tensors, in :mod:`embedopt.linalg.points`)."""
 from . import points
 from .cg import CGResult, cg
 from .diagonal import hutchinson_diagonal
+from .normal_equations import psd_solve, sparse_normal_equations
 from .operators import DenseOperator, SparsePlusLowRank
 from .psd import embedding_from_gram, project_centered_psd, project_psd
 from .rotations import (
@@ -55,8 +56,10 @@ __all__ = [
     "procrustes",
     "project_centered_psd",
     "project_psd",
+    "psd_solve",
     "reorthogonalize",
     "shrink",
+    "sparse_normal_equations",
     "svt",
     "thin_svd",
     "top_k_inner_products",

@@ -33,13 +33,12 @@ from .._core import (
     InstanceOf,
     Interval,
     InvalidParameterError,
-    NumericalInstabilityError,
     Options,
     Registry,
     resolve_random_state,
     validated_params,
 )
-from ..linalg import csr_tensor
+from ..linalg import sparse_normal_equations
 from ..linalg.points import norm
 from ..nn import EmbeddingTower
 from ..optim import IterationMonitor, SolverResult
@@ -57,10 +56,6 @@ __all__ = [
 ]
 
 _F64 = torch.float64
-# Float64 elements of one chunk of ALS's Gramian products or normal
-# equations: 2^22 is 32 MiB, small next to the data of a problem worth
-# chunking and large enough that the per-chunk overhead does not show.
-_ALS_CHUNK_ELEMENTS = 1 << 22
 
 #: Torch optimizers of :func:`stochastic` by name.
 OPTIMIZERS = Registry(
@@ -667,73 +662,35 @@ class _ALS:
         me, you = self.sides[s], self.sides[1 - s]
         side_me, side_you = obj.sides[s], obj.sides[1 - s]
         F = x[you.position][you.ids].to(_F64)  # the other side's embeddings
-        n_you, k = F.shape
-        dev = F.device
         wF = F.T * side_you.weights
         G = wF @ F  # G_Q = Q^T B Q (or G_P)
         C = wF @ side_you.tilde  # C_Q = Q^T B Qtilde (or C_P)
         omega, lam = obj.omega, obj.lam
-        # sum_{j in O_i} c_ij q_j q_j^T for all i at once is the sparse
-        # product C_O W with row j of W the upper triangle of q_j q_j^T:
-        # O(|O| k^2) in a sparse kernel, the n k^2 products formed only once
-        # (per column block when W would not fit in one chunk).
-        iu = torch.triu_indices(k, k, device=dev)
-        T = iu.shape[1]
-        chunk = chunk_size or max(1, _ALS_CHUNK_ELEMENTS // T)
-        per_block = max(1, min(T, _ALS_CHUNK_ELEMENTS // max(n_you, 1)))
-        W = F[:, iu[0]] * F[:, iu[1]] if per_block == T else None
-        eye = torch.eye(k, dtype=_F64, device=dev)
-        n_me = side_me.n
-        E = torch.empty((n_me, k), dtype=_F64, device=dev)
-        ptr = me.ptr.tolist()
-        for a in range(0, n_me, chunk):
-            b = min(a + chunk, n_me)
-            e0, e1 = ptr[a], ptr[b]
-            crow = me.ptr[a : b + 1] - e0
-            cols, shape = me.other[e0:e1], (b - a, n_you)
-            upper = torch.zeros((b - a, T), dtype=_F64, device=dev)
-            rhs_obs = torch.zeros((b - a, k), dtype=_F64, device=dev)
-            if e1 > e0:
-                S = csr_tensor(crow, cols, me.c[e0:e1], shape)
-                for t0 in range(0, T, per_block):
-                    t1 = min(t0 + per_block, T)
-                    Wb = W if W is not None else F[:, iu[0, t0:t1]] * F[:, iu[1, t0:t1]]
-                    upper[:, t0:t1] = S @ Wb
-                rhs_obs = csr_tensor(crow, cols, me.r[e0:e1], shape) @ F
-            wa = omega * side_me.weights[a:b]
-            # A_i = sum_{j in O_i} c_ij q_j q_j^T + omega a_i G_Q + lam I
-            A = torch.empty((b - a, k, k), dtype=_F64, device=dev)
-            A[:, iu[0], iu[1]] = upper
-            A[:, iu[1], iu[0]] = upper
-            A += wa[:, None, None] * G + lam * eye
-            # rhs_i = sum_{j in O_i} r_ij q_j + omega a_i C_Q ptilde_i
-            rhs = rhs_obs + wa[:, None] * (side_me.tilde[a:b] @ C.T)
-            E[a:b] = _psd_solve(A, rhs)
+        wa = omega * side_me.weights
+
+        def tilde_rhs(a, b):
+            # omega a_i C_Q ptilde_i, the imputed part of rhs_i
+            return wa[a:b, None] * (side_me.tilde[a:b] @ C.T)
+
+        # A_i = sum_{j in O_i} c_ij q_j q_j^T + omega a_i G_Q + lam I,
+        # rhs_i = sum_{j in O_i} r_ij q_j + omega a_i C_Q ptilde_i
+        E = sparse_normal_equations(
+            me.ptr,
+            me.other,
+            me.c,
+            me.r,
+            F,
+            ridge=lam,
+            gram=G,
+            gram_weights=wa,
+            rhs_extra=tilde_rhs,
+            chunk_size=chunk_size,
+        )
         old = x[me.position]
         # Table rows no entity uses only carry lam/2 ||w||^2: 0 minimizes it.
         table = old.detach().clone() if not lam else torch.zeros_like(old)
         table[me.ids] = E.to(old.dtype)
         x[me.position] = table
-
-
-def _psd_solve(A: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
-    """Solve the batched PSD systems ``A X = rhs`` (Cholesky; minimum-norm
-    least squares for the singular ones, e.g. an entity with no observed pair
-    when lam = 0)."""
-    if not (bool(torch.isfinite(A).all()) and bool(torch.isfinite(rhs).all())):
-        # the eigensolver of pinv would fail on them with an internal error
-        raise NumericalInstabilityError(
-            "ALS: the normal equations overflowed (NaN or inf); the labels, the "
-            "imputation or lam are too large for the dtype. Rescale the labels."
-        )
-    L, info = torch.linalg.cholesky_ex(A)
-    X = torch.cholesky_solve(rhs[:, :, None], L)[:, :, 0]
-    bad = info != 0
-    if bool(bad.any()):
-        X[bad] = (torch.linalg.pinv(A[bad], hermitian=True) @ rhs[bad, :, None])[
-            :, :, 0
-        ]
-    return X
 
 
 @validated_params(ALS_CONSTRAINTS, owner="als")
