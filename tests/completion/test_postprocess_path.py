@@ -175,3 +175,27 @@ def test_path_steps_past_the_optimum_stop_once_validation_turns_away():
     assert run(_TurnedAway("val_accuracy", 0.9, True), [0.8, 0.7, 0.6, 0.5]) == 4
     # The user's callback still stops the solve.
     assert run(_TurnedAway("val_rmse", 1.0, False, lambda s: True), [0.5]) == 1
+
+
+def test_postprocess_by_cg_matches_the_design_gram(monkeypatch):
+    # High ranks refit the singular values by CG on the normal equations.
+    import sys
+
+    import torch
+
+    from embedopt.completion import CompletionProblem, postprocess
+    from embedopt.data import make_low_rank_matrix
+
+    module = sys.modules["embedopt.completion.postprocess"]
+    prob = make_low_rank_matrix(70, 50, rank=4, noise_std=0.3, random_state=1)
+    P = CompletionProblem(prob.observed, dtype="float64")
+    gen = torch.Generator().manual_seed(1)
+    U = torch.linalg.qr(torch.randn(70, 8, generator=gen, dtype=torch.float64)).Q
+    V = torch.linalg.qr(torch.randn(50, 8, generator=gen, dtype=torch.float64)).Q
+    s = torch.linspace(5, 1, 8, dtype=torch.float64)
+    monkeypatch.setattr(module, "CG_MIN_RANK", 10**9)
+    gram = postprocess(P, U, s, V)
+    monkeypatch.setattr(module, "CG_MIN_RANK", 1)
+    by_cg = postprocess(P, U, s, V)
+    for a, b in zip(gram, by_cg, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-8)

@@ -11,13 +11,13 @@ import time
 import numpy as np
 
 
-def main(path, seed):
+def main(path, seed, scale=(1, 5)):
     import pandas as pd
     from surprise import SVD, Dataset, Reader
 
     d = np.load(path)
     df = pd.DataFrame({"u": d["tr_rows"], "i": d["tr_cols"], "r": d["tr_vals"]})
-    data = Dataset.load_from_df(df, Reader(rating_scale=(1, 5)))
+    data = Dataset.load_from_df(df, Reader(rating_scale=scale))
     t0 = time.perf_counter()
     algo = SVD(random_state=seed)
     algo.fit(data.build_full_trainset())
@@ -33,4 +33,6 @@ def main(path, seed):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    # optional: the rating scale (low, high); MovieLens 100K / 1M use 1..5
+    scale = tuple(float(x) for x in sys.argv[3:5]) if len(sys.argv) > 4 else (1, 5)
+    main(sys.argv[1], int(sys.argv[2]), scale)

@@ -437,6 +437,15 @@ class MatrixCompletion(_CompletionEstimator):
         Continuation factor nu in (0, 1).
     power_iters : int
         Power iterations per approximate SVT (paper: 3).
+
+        Defaults ``tol=1e-3`` and ``power_iters=1`` (not the paper's 1e-4 and
+        3): the lambda path only needs to rank the lambdas, each SVT is warm
+        started from the last iterate's subspace, and the selected solution
+        is then refitted. Measured with one thread (issue 13): MovieLens-1M,
+        80/20 split, fit CPU 57.6 s -> 21.8 s at test RMSE 0.8586 -> 0.8589;
+        MovieLens-100K 2.5 s -> 1.3 s at 0.9163 -> 0.9164; Table III problem
+        (m = 1000) 3.3 s -> 1.6 s at the same NMSE 0.0074. The functions
+        (:func:`ais_impute`, :func:`lambda_path`) keep the paper's values.
     postprocess : bool or "auto"
         Refit the singular values after solving (Sec. 3.6). ``"auto"`` (with
         ``lam="auto"``) keeps whichever of the raw and post-processed solutions
@@ -542,9 +551,9 @@ class MatrixCompletion(_CompletionEstimator):
         solver="ais_impute",
         max_rank=None,
         max_iter=500,
-        tol=1e-4,
+        tol=1e-3,
         lam_decay=0.85,
-        power_iters=3,
+        power_iters=1,
         postprocess="auto",
         center="auto",
         scale=False,
@@ -612,9 +621,11 @@ class TensorCompletion(_CompletionEstimator):
     loss, solver, max_rank, max_iter, tol, lam_decay, power_iters, postprocess,
     center, scale, center_reg, n_lambdas, lambda_min_ratio, patience,
     validation_fraction, refit, random_state, device, dtype, verbose, callback
-        As in :class:`MatrixCompletion` (``center="both"``, which
+        As in :class:`MatrixCompletion`, except that ``tol`` and
+        ``power_iters`` keep the paper's 1e-4 and 3 (the faster matrix
+        defaults were not measured on tensors). ``center="both"``, which
         ``center="auto"`` picks when the offsets predict held-out entries
-        better, removes an offset per index of every mode).
+        better, removes an offset per index of every mode.
 
     Attributes
     ----------

@@ -19,7 +19,7 @@ import warnings
 import torch
 
 from .._core import ConvergenceWarning, NumericalInstabilityError
-from ..linalg import sparse_normal_equations
+from ..linalg import cg, sparse_normal_equations
 from ..optim import lbfgs
 from .losses import SquareLoss
 from .problem import CompletionProblem
@@ -84,17 +84,59 @@ def postprocess(
         return _refit_lbfgs(problem, [(U, s, V)], max_iter, tol)[0]
     loss, y = problem.loss, problem.y
     before = loss.total(problem.predict((U, s, V)), y)
-    G, b = _design_gram(problem, U, V)
-    try:
-        theta = torch.linalg.solve(G, b)
-    except RuntimeError:
-        theta = torch.linalg.lstsq(G.cpu(), b.cpu()[:, None]).solution[:, 0]
+    if s.numel() >= CG_MIN_RANK:
+        theta = _theta_cg(problem, U, s, V)
+    else:
+        G, b = _design_gram(problem, U, V)
+        try:
+            theta = torch.linalg.solve(G, b)
+        except RuntimeError:
+            theta = torch.linalg.lstsq(G.cpu(), b.cpu()[:, None]).solution[:, 0]
     theta = theta.to(s.dtype).to(s.device)
     if not bool(torch.isfinite(theta).all()):
         return U, s, V
     if not loss.total(problem.predict((U, theta, V)), y) <= before:
         return U, s, V
     return _as_svd(U, theta, V)
+
+
+#: From this rank on, the square-loss refit (22) is solved by conjugate
+#: gradient on its normal equations instead of forming the k x k design Gram:
+#: O(|Omega| k) per CG iteration against O(|Omega| k^2) for the Gram.
+#: MovieLens-1M (800k entries, k = 207): 2.6 s for the Gram, ~1 s by CG.
+CG_MIN_RANK = 64
+
+
+def _theta_cg(problem: CompletionProblem, U, s, V) -> torch.Tensor:
+    """Solve (22) for the square loss by Jacobi-preconditioned CG.
+
+    With ``D_e = U[i_e] * V[j_e]``: ``D theta`` is the sampled product of
+    ``U diag(theta)`` and V, ``D^T r = diag(U^T P(r) V)`` one sparse product,
+    and ``diag(D^T D) = sum_e U[i_e]^2 V[j_e]^2`` another. U and V have
+    orthonormal columns, so ``D^T D`` is close to a multiple of the identity
+    for uniformly sampled entries and CG needs few iterations; it starts from
+    the current singular values.
+    """
+    pat = problem.pattern
+    U64, V64 = U.double(), V.double()
+    y = problem.y.double()
+
+    def Dt(r):
+        return (U64 * pat.matmul(r, V64)).sum(0)
+
+    def DtD(theta):
+        return Dt(pat.sampled_dot(U64 * theta, V64))
+
+    diag = (U64**2 * pat.matmul(torch.ones_like(y), V64**2)).sum(0)
+    res = cg(
+        DtD,
+        Dt(y),
+        x0=s.double(),
+        rtol=1e-8,
+        max_iter=200,
+        preconditioner=torch.clamp(diag, min=1e-300),
+    )
+    return res.x
 
 
 def _as_svd(U, theta, V):

@@ -1,0 +1,292 @@
+"""MatrixCompletion with its defaults against the peers' defaults (issue 13).
+
+What a user gets from ``MatrixCompletion(random_state=seed).fit(train)`` with
+no other option, side by side with the peers called with their defaults, in
+the same run, on the same splits:
+
+- Yao & Kwok's Table III problem (rank 5, m = n = 1000, noise 0.05, 15 m log m
+  observed entries, half of them for validation, passed as ``validation=``):
+  test NMSE on every unobserved entry; peer fancyimpute ``SoftImpute()`` on
+  the training + validation entries (it has no validation set).
+- A rectangular synthetic problem the defaults were not tuned on (rank 8,
+  1500 x 600, noise 0.1, 8 % observed, no validation passed).
+- MovieLens-100K, MovieLens-1M (full run) and MovieLens latest-small (not
+  tuned on; half-star ratings) in stars, one random 80/20 split per seed:
+  test RMSE; peer Surprise ``SVD()``.
+
+Peers run in their own environment (``--peer-python``, default
+``.venv-peers/bin/python``; see requirements-peers.txt); without it their
+columns are empty. Times are wall-clock seconds of the fit (Surprise's
+includes predicting the test entries, a small part of it), one thread each
+with ``--threads 1``.
+
+    python benchmarks/completion/defaults.py --quick   # m = 300, ML-100K, 1 seed
+    python benchmarks/completion/defaults.py           # all sets, 3 seeds
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
+
+import _shared
+from embedopt.completion import MatrixCompletion
+from embedopt.data import load_movielens, make_low_rank_matrix, split_entries
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+
+def _peer(python, script, arrays, *extra):
+    """Run a peer script on ``arrays`` in its environment; its JSON, or None."""
+    if python is None or not Path(python).exists():
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "data.npz"
+        np.savez(path, **arrays)
+        proc = subprocess.run(
+            [python, str(HERE / "peers" / script), str(path), *map(str, extra)],
+            capture_output=True,
+            text=True,
+        )
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
+    if not lines:
+        print(f"{script} failed:", proc.stderr[-300:], flush=True)
+        return None
+    return json.loads(lines[-1])
+
+
+def _fit(train, seed, **fit_kw):
+    t0 = time.perf_counter()
+    model = MatrixCompletion(random_state=seed).fit(train, **fit_kw)
+    return model, time.perf_counter() - t0
+
+
+def synthetic(name, seed, python, *, m, n, rank, noise, n_obs, half, tuned):
+    """One synthetic problem: test NMSE on every unobserved entry."""
+    rng = np.random.default_rng(seed)
+    prob = make_low_rank_matrix(
+        m, n, rank=rank, noise_std=noise, n_observed=n_obs, random_state=rng
+    )
+    obs = prob.observed
+    mask = np.ones((m, n), dtype=bool)
+    mask[obs.rows, obs.cols] = False
+    te_rows, te_cols = np.nonzero(mask)
+    truth = prob.truth_at(te_rows, te_cols)
+    if half:
+        train, val = split_entries(obs, (0.5, 0.5), random_state=rng)
+        model, secs = _fit(train, seed, validation=val)
+    else:
+        model, secs = _fit(obs, seed)
+    pred = model.predict(te_rows, te_cols)
+    nmse = float(np.linalg.norm(pred - truth) / np.linalg.norm(truth))
+    peer = _peer(
+        python,
+        "fancyimpute_defaults.py",
+        dict(
+            rows=obs.rows,
+            cols=obs.cols,
+            vals=obs.values,
+            shape=np.array([m, n]),
+            te_rows=te_rows,
+            te_cols=te_cols,
+            te_vals=truth,
+        ),
+    )
+    return dict(
+        dataset=name,
+        tuned_on=tuned,
+        metric="test NMSE (unobserved entries)",
+        ours=nmse,
+        ours_seconds=secs,
+        rank=model.rank_,
+        center=model.center_,
+        peer="fancyimpute SoftImpute()",
+        peer_value=None if peer is None else peer["nmse"],
+        peer_seconds=None if peer is None else peer["seconds"],
+    )
+
+
+def movielens(variant, seed, python, data_dir, *, tuned):
+    """One 80/20 split of a MovieLens set: test RMSE in stars."""
+    entries = load_movielens(variant, data_dir).entries
+    train, test = split_entries(
+        entries, (0.8, 0.2), random_state=np.random.default_rng(seed)
+    )
+    model, secs = _fit(train, seed)
+    rmse = -model.score(test)
+    lo, hi = float(entries.values.min()), float(entries.values.max())
+    peer = _peer(
+        python,
+        "surprise_svd.py",
+        dict(
+            tr_rows=train.rows,
+            tr_cols=train.cols,
+            tr_vals=train.values,
+            te_rows=test.rows,
+            te_cols=test.cols,
+            te_vals=test.values,
+        ),
+        seed,
+        lo,
+        hi,
+    )
+    return dict(
+        dataset=f"MovieLens {variant} (80/20)",
+        tuned_on=tuned,
+        metric="test RMSE (stars)",
+        ours=rmse,
+        ours_seconds=secs,
+        rank=model.rank_,
+        center=model.center_,
+        peer="Surprise SVD()",
+        peer_value=None if peer is None else peer["rmse"],
+        peer_seconds=None if peer is None else peer["seconds"],
+    )
+
+
+def problems(quick: bool):
+    """(name, runner, kwargs) of every compared problem."""
+    m = 300 if quick else 1000
+    table3 = dict(
+        m=m,
+        n=m,
+        rank=5,
+        noise=0.05,
+        n_obs=round(15 * m * np.log(m)),
+        half=True,
+        tuned=True,
+    )
+    out = [(f"Table III, m = {m} (half for validation)", synthetic, table3)]
+    if not quick:
+        out.append(
+            (
+                "rank 8, 1500 x 600, noise 0.1, 8 % observed",
+                synthetic,
+                dict(
+                    m=1500,
+                    n=600,
+                    rank=8,
+                    noise=0.1,
+                    n_obs=72_000,
+                    half=False,
+                    tuned=False,
+                ),
+            )
+        )
+    out.append(("100k", movielens, dict(tuned=True)))
+    if not quick:
+        out.append(("latest-small", movielens, dict(tuned=False)))
+        out.append(("1m", movielens, dict(tuned=True)))
+    return out
+
+
+def rows(quick: bool = False, seeds: int | None = None, python=None, data_dir=None):
+    """Per problem: medians over seeds of ours and of the peer (see module doc)."""
+    n_seeds = seeds or (1 if quick else 3)
+    out = []
+    for name, runner, kw in problems(quick):
+        runs = []
+        for seed in range(n_seeds):
+            if runner is movielens:
+                r = runner(name, seed, python, data_dir, **kw)
+            else:
+                r = runner(name, seed, python, **kw)
+            print(json.dumps(r), flush=True)
+            runs.append(r)
+        first = runs[0]
+        peer_vals = [r["peer_value"] for r in runs if r["peer_value"] is not None]
+        peer_secs = [r["peer_seconds"] for r in runs if r["peer_seconds"] is not None]
+        out.append(
+            dict(
+                estimator="MatrixCompletion()",
+                dataset=first["dataset"],
+                tuned_on=first["tuned_on"],
+                metric=first["metric"],
+                lower_is_better=True,
+                ours=_shared.median([r["ours"] for r in runs]),
+                ours_seconds=_shared.median([r["ours_seconds"] for r in runs]),
+                peer=first["peer"],
+                peer_value=_shared.median(peer_vals) if peer_vals else None,
+                peer_seconds=_shared.median(peer_secs) if peer_secs else None,
+                n_seeds=n_seeds,
+                note=(
+                    f"rank {int(np.median([r['rank'] for r in runs]))}, "
+                    f"center={first['center']}"
+                    + ("" if peer_vals else "; peer not installed")
+                ),
+                runs=runs,
+            )
+        )
+    return out
+
+
+def table(rs) -> str:
+    """Markdown table of :func:`rows` with ratios (ours / peer)."""
+    body = []
+    for r in rs:
+        pv, ps = r["peer_value"], r["peer_seconds"]
+        body.append(
+            [
+                r["dataset"],
+                "yes" if r["tuned_on"] else "no",
+                r["metric"],
+                f"{r['ours']:.4f}",
+                "" if pv is None else f"{pv:.4f}",
+                "" if pv is None else f"{r['ours'] / pv:.2f}",
+                f"{r['ours_seconds']:.1f}",
+                "" if ps is None else f"{ps:.1f}",
+                "" if ps is None else f"{r['ours_seconds'] / ps:.2f}",
+                r["note"],
+            ]
+        )
+    return _shared.markdown_table(
+        [
+            "data",
+            "tuned on",
+            "metric",
+            "ours",
+            "peer",
+            "ratio",
+            "ours s",
+            "peer s",
+            "time ratio",
+            "note",
+        ],
+        body,
+    )
+
+
+def main():
+    p = _shared.parser(__doc__.split("\n\n")[0])
+    p.add_argument("--seeds", type=int, default=None)
+    p.add_argument(
+        "--peer-python",
+        default=str(ROOT / ".venv-peers" / "bin" / "python"),
+        help="interpreter with fancyimpute and scikit-surprise",
+    )
+    p.add_argument("--data-dir", default=None)
+    args = p.parse_args()
+    _shared.setup(args)
+    rs = rows(args.quick, args.seeds, args.peer_python, args.data_dir)
+    md = table(rs)
+    print(md)
+    _shared.write(
+        "completion_defaults" + ("_quick" if args.quick else ""),
+        args.out,
+        dict(quick=args.quick, seeds=args.seeds, threads=args.threads),
+        dict(rows=rs),
+        md,
+    )
+
+
+if __name__ == "__main__":
+    main()
