@@ -42,12 +42,15 @@ print(json.dumps(out))
 
 
 def scripts() -> list[Path]:
-    return sorted(
+    """Every benchmark script: one folder per domain, plus the cross-domain
+    ``benchmarks/defaults.py``."""
+    per_domain = sorted(
         p
         for d in DOMAINS
         for p in (BENCHMARKS / d).glob("*.py")
         if not p.name.startswith("_")
     )
+    return [*per_domain, BENCHMARKS / "defaults.py"]
 
 
 def environment() -> dict:
@@ -63,7 +66,19 @@ def test_layout_one_folder_per_domain():
     assert not list(BENCHMARKS.glob("*_common.py"))
     for d in DOMAINS:
         assert (BENCHMARKS / d / "README.md").is_file()
-    assert len(scripts()) == 22
+    assert len(scripts()) == 24
+    # Every domain with a defaults comparison is run by benchmarks/defaults.py.
+    import ast
+
+    tree = ast.parse((BENCHMARKS / "defaults.py").read_text())
+    listed = next(
+        ast.literal_eval(n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "DOMAINS"
+    )
+    assert {p.parent.name for p in scripts() if p.name == "defaults.py"} - {
+        "benchmarks"
+    } <= set(listed)
 
 
 def test_every_benchmark_parses_help():
