@@ -50,19 +50,22 @@ class ProductQuantizer(BaseEstimator):
 "gcd_g_overlap", "cayley", "unconstrained"}
         How R is learned (see :data:`ROTATIONS`); the hyphenated spellings
         (``"gcd-g"``) work too.
-    rotation_init : {"identity", "random", "eigenvalue"} or array-like (n, n)
-        Starting rotation; ``"eigenvalue"`` is OPQ's eigenvalue allocation.
+    rotation_init : {"eigenvalue", "identity", "random"} or array-like (n, n)
+        Starting rotation; ``"eigenvalue"`` is OPQ's eigenvalue allocation
+        (:func:`~embedopt.quantization.eigenvalue_allocation`), ``"identity"``
+        the paper's start (with ``rotation="none"``: plain PQ).
     max_iter : int
         Outer iterations (one rotation step each).
     n_rotation_steps : int
         GCD / Cayley / unconstrained gradient steps per outer iteration
         (paper: 5).
     learning_rate : float or "auto"
-        Step size of the gradient rotation steps (see
+        Step size of the gradient rotation steps (Cayley, unconstrained, and
+        GCD with ``step_rule="gradient"``; see
         :class:`~embedopt.quantization.GivensLearner`).
-    step_rule : {"gradient", "exact"}
-        GCD angle: the paper's ``-lr * A_ij`` or the exact minimizer in each
-        selected plane.
+    step_rule : {"exact", "gradient"}
+        GCD angle: the exact minimizer of the distortion in each selected
+        plane, or the paper's ``-lr * A_ij``.
     kmeans_iter : int
         Lloyd iterations per outer iteration.
     init_kmeans_iter : int
@@ -74,8 +77,8 @@ class ProductQuantizer(BaseEstimator):
     metric : {"l2", "ip"}
         Default metric of :meth:`search`.
     tol : float
-        Relative distortion change that stops the outer loop (0: run
-        ``max_iter``).
+        Relative change of the training distortion between two outer
+        iterations that stops the loop (0: run ``max_iter``).
     batch_size : int
         Queries per block in :meth:`search` (database blocks are 8192 codes).
     random_state : None, int or numpy Generator
@@ -126,17 +129,17 @@ class ProductQuantizer(BaseEstimator):
         n_centroids=256,
         *,
         rotation="gcd-g",
-        rotation_init="identity",
+        rotation_init="eigenvalue",
         max_iter=50,
         n_rotation_steps=5,
         learning_rate="auto",
-        step_rule="gradient",
+        step_rule="exact",
         kmeans_iter=4,
         init_kmeans_iter=20,
         refine_iter=10,
         init="k-means++",
         metric="l2",
-        tol=1e-5,
+        tol=1e-3,
         batch_size=64,
         random_state=None,
         device="auto",
