@@ -14,8 +14,10 @@ MovieLens user factors and the correlated Gaussian set were not.
     python benchmarks/quantization/defaults.py              # full, a few minutes
 
 Writes results/quant_defaults[_quick].{json,md}. ``rows(quick, seeds)`` returns
-the table for ``benchmarks/defaults.py`` (it runs with the thread settings of
-the calling process).
+the table for ``benchmarks/defaults.py``; it runs with the thread settings of
+the calling process, so call ``_shared.limit_threads(1, environ=True)`` before
+torch and faiss load, as ``main`` does (a row's note says when torch is not on
+one thread).
 """
 
 from __future__ import annotations
@@ -216,6 +218,7 @@ def rows(quick: bool = False, seeds: int | None = None) -> list[dict]:
         per-seed values under ``per_seed``).
     """
     import numpy as np
+    import torch
 
     n_seeds = seeds or (1 if quick else 3)
     peer_ok = _have_faiss()
@@ -236,6 +239,13 @@ def rows(quick: bool = False, seeds: int | None = None) -> list[dict]:
                 elif peer_ok:
                     peer.append(run_faiss(train, held, M, seed))
         row_note = note
+        if torch.get_num_threads() != 1:
+            # Oversubscribed OpenMP threads on a loaded machine slow torch
+            # down several-fold (7.8 s instead of 1.6 s for the quick patches
+            # row with 2 threads): say so next to the times.
+            row_note = (note + "; " if note else "") + (
+                f"torch on {torch.get_num_threads()} threads"
+            )
         if not peer_ok:
             row_note = (note + "; " if note else "") + "faiss not installed"
         out.append(
