@@ -1,8 +1,9 @@
 """Product quantization with a learned rotation, and the recall of its search.
 
 2,000 correlated Gaussian vectors in 16 dimensions are compressed to 2 bytes
-each (M = 4 sub-quantizers of 16 centroids), without a rotation and with one
-learned by Givens coordinate descent (GCD-G). 100 held-out queries are
+each (M = 4 sub-quantizers of 16 centroids), without a rotation (plain PQ)
+and with the default rotation: OPQ's eigenvalue allocation refined by Givens
+coordinate descent (GCD-G). 100 held-out queries are
 searched through the codes and compared with their exact nearest neighbours.
 
     python examples/product_quantization.py
@@ -23,8 +24,10 @@ base, queries = X[:2000], X[2000:]
 d2 = (queries**2).sum(1)[:, None] - 2 * queries @ base.T + (base**2).sum(1)
 nearest = np.argmin(d2, axis=1)
 
-for rotation in ("none", "gcd-g"):
-    pq = ProductQuantizer(4, 16, rotation=rotation, max_iter=20, random_state=0)
+for rotation, init in (("none", "identity"), ("gcd-g", "eigenvalue")):
+    pq = ProductQuantizer(
+        4, 16, rotation=rotation, rotation_init=init, max_iter=20, random_state=0
+    )
     with warnings.catch_warnings():
         # A fixed budget of 20 outer iterations, not the stopping rule.
         warnings.simplefilter("ignore", ConvergenceWarning)

@@ -443,7 +443,7 @@ def fit_product_quantizer(
     rotation: str = "gcd_g",
     n_rotation_steps: int = 5,
     learning_rate: float | str = "auto",
-    step_rule: str = "gradient",
+    step_rule: str = "exact",
     refine_iter: int = 10,
     **kwargs,
 ) -> SolverResult:
@@ -452,7 +452,10 @@ def fit_product_quantizer(
     What :class:`~embedopt.quantization.ProductQuantizer` fits: the rotation
     step of ``rotation`` (:func:`~.rotation_learners.make_rotation_learner`),
     :func:`rotated_pq`'s alternation, then ``refine_iter`` Lloyd iterations
-    with the rotation fixed.
+    with the rotation fixed. Its defaults are the estimator's (exact GCD-G
+    angles from OPQ's eigenvalue allocation, ``tol=1e-3``; see the Notes of
+    :class:`~embedopt.quantization.ProductQuantizer`), not those of the
+    paper's :func:`givens_descent`.
 
     Parameters
     ----------
@@ -467,15 +470,16 @@ def fit_product_quantizer(
         Gradient steps per outer iteration (GCD, Cayley, unconstrained).
     learning_rate : float or "auto"
         Step size of those steps.
-    step_rule : {"gradient", "exact"}
+    step_rule : {"exact", "gradient"}
         GCD angle (see :class:`~.rotation_learners.GivensLearner`).
     refine_iter : int
         Lloyd iterations with R fixed after the alternation.
     **kwargs
-        Options of :func:`rotated_pq`: ``rotation_init``, ``max_iter``,
-        ``kmeans_iter``, ``init_kmeans_iter``, ``init``, ``tol``,
-        ``validation``, ``random_state``, ``device``, ``dtype``, ``verbose``,
-        ``callback`` and ``name`` (default ``"fit_product_quantizer"``).
+        Options of :func:`rotated_pq`: ``rotation_init`` (here default
+        ``"eigenvalue"``), ``max_iter``, ``kmeans_iter``, ``init_kmeans_iter``,
+        ``init``, ``tol`` (here default ``1e-3``), ``validation``,
+        ``random_state``, ``device``, ``dtype``, ``verbose``, ``callback`` and
+        ``name`` (default ``"fit_product_quantizer"``).
 
     Returns
     -------
@@ -485,6 +489,8 @@ def fit_product_quantizer(
         reconstruction error of the training vectors after refinement.
     """
     kwargs.setdefault("name", "fit_product_quantizer")
+    kwargs.setdefault("rotation_init", "eigenvalue")
+    kwargs.setdefault("tol", 1e-3)
     ctx = _solver_context(
         kwargs["name"],
         kwargs,
