@@ -50,8 +50,8 @@ def run_domain(domain: str, args, out: Path) -> list[dict]:
         return []
     rows = []
     for path in sorted(out.glob("*.json")):
-        results = json.loads(path.read_text()).get("results", {})
-        rows += results.get("rows", [])
+        data = json.loads(path.read_text())
+        rows += data.get("results", {}).get("rows", data.get("rows", []))
     return rows
 
 

@@ -314,6 +314,7 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="CI-sized run (< 1 min)")
     p.add_argument("--seeds", type=int, default=None, help="default 1 quick, 3 full")
     p.add_argument("--threads", type=int, default=1, help="threads per library")
+    p.add_argument("--out", default=str(_shared.RESULTS), help="output folder")
     args = p.parse_args(argv)
     _shared.limit_threads(args.threads, environ=True)
     table = rows(args.quick, args.seeds)
@@ -325,7 +326,7 @@ def main(argv=None) -> int:
         environment=_shared.environment("faiss"),
         rows=table,
     )
-    js, mdp = _shared.write_outputs(tag, payload, md)
+    js, mdp = _shared.write_outputs(tag, payload, md, args.out)
     print(f"wrote {js}, {mdp}")
     return 0
 
