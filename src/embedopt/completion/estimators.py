@@ -278,7 +278,12 @@ class _CompletionEstimator(BaseEstimator):
         fitted = fit_path(
             problem(train, val),
             lam=self.lam,
-            refit_problem=problem(_union(entries, val)) if refit else None,
+            refit_problem=(
+                None
+                if not refit
+                # a held-out part of entries is in entries already
+                else problem(entries if validation is None else _union(entries, val))
+            ),
             solver=self.solver,
             postprocess=self.postprocess,
             n_lambdas=self.n_lambdas,

@@ -213,7 +213,7 @@ def refine(
     *,
     ridge: float | None = None,
     n_sweeps: int = 10,
-    tol: float = 1e-4,
+    tol: float = 1e-3,
 ):
     """Refit a rank-r square-loss solution by alternating least squares.
 

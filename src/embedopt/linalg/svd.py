@@ -34,7 +34,8 @@ __all__ = [
 def orthonormalize(X: torch.Tensor) -> torch.Tensor:
     """Orthonormal basis of the columns of a tall matrix (the ``QR(.)`` of Alg. 1).
 
-    Uses CholeskyQR2 in float64: ``R = chol(X^T X)``, ``Q = X R^{-1}``, twice.
+    Uses CholeskyQR2: ``R = chol(X^T X)``, ``Q = X R^{-1}``, twice, the first
+    pass in float64 and the second in X's dtype.
     For tall-skinny matrices this is two GEMMs and a tiny k x k factorization,
     4-8x faster on the CPU than Householder QR (measured for 10^5 x 10..50),
     and orthogonal to working precision when cond(X) < ~1e7. When the Cholesky
@@ -55,11 +56,17 @@ def orthonormalize(X: torch.Tensor) -> torch.Tensor:
         return torch.linalg.qr(X, mode="reduced").Q
     Q = X.double()
     eye = torch.eye(k, dtype=torch.float64, device=X.device)
-    for _ in range(2):
-        L, info = torch.linalg.cholesky_ex(Q.T @ Q)
+    for p in range(2):
+        if p == 1 and X.dtype != torch.float64:
+            # The first pass leaves Q orthogonal to ~cond(X)^2 eps64; the
+            # second only has to reach the output's precision, so it runs in
+            # the output dtype (its k x k Cholesky in float64): 23 % less time
+            # for 6040 x 450 float32, orthogonality 2e-7 instead of 4e-9.
+            Q = Q.to(X.dtype)
+        L, info = torch.linalg.cholesky_ex((Q.T @ Q).double())
         if int(info) != 0:
             return torch.linalg.qr(X, mode="reduced").Q
-        Q = Q @ torch.linalg.solve_triangular(L, eye, upper=False).T
+        Q = Q @ torch.linalg.solve_triangular(L, eye, upper=False).T.to(Q.dtype)
     return Q.to(X.dtype)
 
 
