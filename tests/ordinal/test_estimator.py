@@ -174,7 +174,7 @@ def test_the_convex_solver_starts_from_zero(prob):
 
 def test_a_batch_larger_than_the_epoch_is_clipped_with_a_warning(prob):
     with pytest.warns(UserWarning, match="batch_size=1000000 exceeds the 2000"):
-        m = _model(batch_size=10**6).fit(prob.train)
+        m = _model(solver="svrg_sbb", batch_size=10**6).fit(prob.train)
     assert np.isfinite(m.embedding_).all() and m.score(prob.test) > 0.9
 
 

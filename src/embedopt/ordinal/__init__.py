@@ -14,7 +14,17 @@ from .losses import (
     get_loss,
 )
 from .problem import OrdinalProblem
-from .solvers import SOLVERS, batch_gd, get_solver, sgd, svrg, svrg_sbb, svrg_sbb_pl
+from .solvers import (
+    SOLVERS,
+    batch_gd,
+    get_solver,
+    lbfgs,
+    resolve_solver,
+    sgd,
+    svrg,
+    svrg_sbb,
+    svrg_sbb_pl,
+)
 
 __all__ = [
     "LOSSES",
@@ -33,8 +43,10 @@ __all__ = [
     "embedding_from_gram",
     "get_loss",
     "get_solver",
+    "lbfgs",
     "project_centered_psd",
     "projected_gd",
+    "resolve_solver",
     "sgd",
     "svrg",
     "svrg_sbb",

@@ -25,7 +25,9 @@ from .solvers import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_EPSILON,
     DEFAULT_INIT_SCALE,
+    DEFAULT_LBFGS_TOL,
     SOLVERS,
+    resolve_solver,
 )
 
 __all__ = ["OrdinalEmbedding"]
@@ -51,7 +53,14 @@ _SOLVER_PARAMS = {
     "sgd": ("batch_size", "update_frequency", "learning_rate_decay"),
     "gd": ("update_frequency",),
     "cvx": ("update_frequency", "lam"),
+    "lbfgs": (),
 }
+
+#: ``max_iter`` / ``tol`` when left at None: L-BFGS counts iterations (one
+#: full pass or a few each) and stops on a finer relative change than the
+#: noisy epoch-to-epoch objective of the stochastic solvers allows.
+_DEFAULT_MAX_ITER = {"lbfgs": 1000}
+_DEFAULT_TOL = {"lbfgs": DEFAULT_LBFGS_TOL}
 
 
 class OrdinalEmbedding(BaseEstimator):
@@ -68,10 +77,15 @@ class OrdinalEmbedding(BaseEstimator):
     n_components : int
         p, the embedding dimension.
     loss : {"ste", "tste", "gnmds", "ckl", "soe"} or OrdinalLoss
-    solver : {"svrg_sbb", "svrg_sbb_pl", "svrg", "sgd", "gd", "cvx"}
-        Algorithm 1, Algorithm 2 (PL variant), SVRG with a fixed step, SGD
-        with a decaying step, batch gradient descent, and the convex
-        Gram-matrix baseline (projected gradient descent, O(n^3) per step).
+    solver : {"auto", "lbfgs", "svrg_sbb", "svrg_sbb_pl", "svrg", "sgd", "gd", "cvx"}
+        Full-batch L-BFGS, Algorithm 1, Algorithm 2 (PL variant), SVRG with
+        a fixed step, SGD with a decaying step, batch gradient descent, and
+        the convex Gram-matrix baseline (projected gradient descent, O(n^3)
+        per step). ``"auto"`` runs ``"lbfgs"`` up to
+        :data:`~embedopt.ordinal.solvers.AUTO_LBFGS_MAX_COMPARISONS`
+        comparisons and ``"svrg_sbb"`` above (``solver_`` says which): on
+        small problems the per-step cost of the stochastic solvers dominates
+        (PLACEHOLDER numbers).
     epsilon : float
         SBB epsilon (eq. (17)); 0 gives SVRG-SBB_0.
     relative_epsilon : bool
@@ -90,10 +104,12 @@ class OrdinalEmbedding(BaseEstimator):
         First step (SBB) or fixed step (other solvers), in units of a
         full-gradient step on the mean loss; "auto" measures the curvature
         at the start.
-    max_iter : int
-        Epochs.
-    tol : float
-        Relative objective change between epochs that stops the solver.
+    max_iter : int, optional
+        Epochs (L-BFGS: iterations); default 100 epochs, 1000 L-BFGS
+        iterations.
+    tol : float, optional
+        Relative objective change between epochs (L-BFGS: iterations) that
+        stops the solver; default 1e-4, and PLACEHOLDER for L-BFGS.
     output : {"last", "random"}
         SVRG solvers: last snapshot or a uniformly drawn inner iterate.
     module_epochs : int
@@ -130,6 +146,8 @@ class OrdinalEmbedding(BaseEstimator):
         and, with ``validation``, val_error.
     n_iter_ : int
     stop_reason_ : str
+    solver_ : str
+        The solver that ran (what ``solver="auto"`` chose).
 
     Examples
     --------
@@ -144,7 +162,7 @@ class OrdinalEmbedding(BaseEstimator):
     _parameter_constraints: ClassVar[dict] = {
         "n_components": [Interval(int, 1, None)],
         "loss": [Options(LOSSES), InstanceOf(OrdinalLoss, "an OrdinalLoss instance")],
-        "solver": [Options(SOLVERS)],
+        "solver": [Options(SOLVERS), Options(["auto"])],
         "epsilon": [Interval(float, 0, None)],
         "relative_epsilon": ["boolean"],
         "batch_size": [Interval(int, 1, None)],
@@ -153,8 +171,8 @@ class OrdinalEmbedding(BaseEstimator):
             Interval(float, 0, None, closed="neither"),
             Options(["auto"]),
         ],
-        "max_iter": [Interval(int, 1, None)],
-        "tol": [Interval(float, 0, None)],
+        "max_iter": [Interval(int, 1, None), None],
+        "tol": [Interval(float, 0, None), None],
         "output": [Options(["last", "random"])],
         "module_epochs": [Interval(int, 1, None)],
         "learning_rate_decay": [Interval(float, 0, None)],
@@ -176,14 +194,14 @@ class OrdinalEmbedding(BaseEstimator):
         n_components=2,
         *,
         loss="ste",
-        solver="svrg_sbb",
+        solver="auto",
         epsilon=DEFAULT_EPSILON,
         relative_epsilon=True,
         batch_size=DEFAULT_BATCH_SIZE,
         update_frequency=None,
         learning_rate="auto",
-        max_iter=100,
-        tol=1e-4,
+        max_iter=None,
+        tol=None,
         output="last",
         module_epochs=5,
         learning_rate_decay=1.0,
@@ -260,11 +278,13 @@ class OrdinalEmbedding(BaseEstimator):
             alpha=self.alpha,
             margin=self.margin,
         )
+        solver = resolve_solver(self.solver, len(comps))
+        max_iter = self.max_iter or _DEFAULT_MAX_ITER.get(solver, 100)
+        tol = _DEFAULT_TOL.get(solver, 1e-4) if self.tol is None else self.tol
         kwargs = dict(
             loss=loss,
-            learning_rate=self.learning_rate,
-            max_iter=self.max_iter,
-            tol=self.tol,
+            max_iter=max_iter,
+            tol=tol,
             init=init,
             init_scale=self.init_scale,
             validation=validation,
@@ -274,7 +294,8 @@ class OrdinalEmbedding(BaseEstimator):
             verbose=self.verbose,
             callback=self.callback,
         )
-        solver = SOLVERS.resolve_name(self.solver)
+        if solver != "lbfgs":
+            kwargs["learning_rate"] = self.learning_rate
         kwargs.update({k: getattr(self, k) for k in _SOLVER_PARAMS[solver]})
         result = SOLVERS.get(solver)(comps, self.n_components, **kwargs)
         self.loss_ = loss
@@ -284,6 +305,7 @@ class OrdinalEmbedding(BaseEstimator):
         self.history_ = result.history
         self.n_iter_ = result.n_iter
         self.stop_reason_ = result.stop_reason
+        self.solver_ = solver
         return self
 
     def fit_transform(self, X, y=None, **fit_params) -> np.ndarray:
