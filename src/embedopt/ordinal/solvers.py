@@ -539,12 +539,12 @@ def lbfgs(
     tol: float = DEFAULT_LBFGS_TOL,
     history_size: int = 10,
     init=None,
-    init_scale: float = DEFAULT_INIT_SCALE,
+    init_scale: float = 1.0,
     n_objects: int | None = None,
     validation=None,
     random_state=None,
     device="auto",
-    dtype="float32",
+    dtype="float64",
     verbose: int = 0,
     callback=None,
 ) -> SolverResult:
@@ -575,8 +575,13 @@ def lbfgs(
         held-out error is flat).
     history_size : int
         Correction pairs kept by L-BFGS.
-    init, init_scale, n_objects, validation, random_state, device, dtype,
-    verbose, callback
+    init_scale : float
+        Standard deviation of the random start: N(0, I) as in cblearn (see
+        :class:`~embedopt.ordinal.OrdinalEmbedding` for the measurements).
+    dtype : {"float64", "float32"}
+        float64, SciPy's own precision: its line search needs f and the
+        gradient to it near the end.
+    init, n_objects, validation, random_state, device, verbose, callback
         As in :func:`svrg_sbb` (``validation`` is evaluated every iteration).
 
     Returns
