@@ -33,7 +33,7 @@ _CHUNK = 1 << 19  # comparisons per chunk of a full pass (bounds the memory)
 #: A full pass goes through all n^2 pairwise differences when ``n_objects^2
 #: <= _DENSE_RATIO * |Q|`` (and n_objects <= _DENSE_MAX, which bounds that
 #: n^2 p buffer): it then costs O(n^2 p) plus a gather and a scatter of |Q|
-#: scalars, PLACEHOLDER ms instead of 0.55 (float32) / 0.8 ms (float64) for the
+#: scalars, 0.25-0.5 ms instead of 0.55 (float32) / 0.8 ms (float64) for the
 #: sparse pair-incidence products, on the 10^4 triplets of 100 objects.
 _DENSE_RATIO = 2
 _DENSE_MAX = 1024

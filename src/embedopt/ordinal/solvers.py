@@ -78,11 +78,11 @@ DEFAULT_INIT_SCALE = 0.1
 
 
 #: ``solver="auto"`` runs full-batch L-BFGS up to this many comparisons and
-#: SVRG-SBB above. On 10^4 triplets a full pass costs about 0.5 ms while an
-#: SVRG epoch costs about 10 ms of per-step Python overhead (100 us per
-#: inner step), and L-BFGS needs 15-150 passes (PLACEHOLDER); at 10^6
-#: triplets a pass costs 0.5 s and SVRG-SBB reaches a held-out error below
-#: 0.2 within 2-3 epochs (PLACEHOLDER).
+#: SVRG-SBB above. Measured (STE, planted 10-d points, 1 thread): at 10^5
+#: triplets of 10^3 objects L-BFGS converged in 1.2 s (held-out error 0.052)
+#: while SVRG-SBB ran its 100 default epochs in 13 s, both reaching 0.1
+#: after 0.5 s; at 10^6 triplets of 10^4 objects SVRG-SBB (m = |Q| / 4)
+#: reached 0.2 in 2.9 s and L-BFGS in 6.9 s (a float64 full pass: 0.27 s).
 AUTO_LBFGS_MAX_COMPARISONS = 100_000
 
 
@@ -526,8 +526,10 @@ def batch_gd(
     )
 
 
-#: Default tolerance of :func:`lbfgs` (relative objective change per iteration).
-DEFAULT_LBFGS_TOL = 1e-5  # PLACEHOLDER
+#: Default tolerance of :func:`lbfgs`: change per iteration relative to the
+#: first objective (see its ``tol``; the measurements that chose it are in
+#: :class:`~embedopt.ordinal.OrdinalEmbedding`).
+DEFAULT_LBFGS_TOL = 1e-5
 
 
 def lbfgs(
