@@ -175,7 +175,8 @@ def test_the_convex_solver_starts_from_zero(prob):
 
 
 def test_a_batch_larger_than_the_epoch_is_clipped_with_a_warning(prob):
-    with pytest.warns(UserWarning, match="batch_size=1000000 exceeds the 2000"):
+    # SVRG-SBB's default epoch samples |Q| / 4 = 500 of the 2000 comparisons
+    with pytest.warns(UserWarning, match="batch_size=1000000 exceeds the 500 "):
         m = _model(solver="svrg_sbb", batch_size=10**6).fit(prob.train)
     assert np.isfinite(m.embedding_).all() and m.score(prob.test) > 0.9
 
