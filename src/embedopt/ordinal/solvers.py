@@ -33,6 +33,7 @@ from .._core import (
     Interval,
     InvalidParameterError,
     Registry,
+    few_threads,
     renamed_parameters,
     validate_params,
 )
@@ -558,6 +559,10 @@ def lbfgs(
     hinge losses (GNMDS, SOE) are not smooth, but L-BFGS handles them in
     practice as it does in cblearn. On small problems every stochastic
     solver loses to it: their inner steps cost about 100 us of Python each.
+    Up to :data:`AUTO_LBFGS_MAX_COMPARISONS` comparisons on a CPU the run
+    uses one torch and one BLAS thread (:func:`~embedopt._core.few_threads`:
+    on a busy 2-core machine a fit of 10^4 triplets took 4-5 s with two
+    threads each, 0.06 s with one).
 
     Parameters
     ----------
@@ -603,14 +608,19 @@ def lbfgs(
         loss, n_objects, init, init_scale, validation, random_state, device, dtype
     )
     s = _prepare(comparisons, n_components, data, run, "L-BFGS", LBFGS_CONSTRAINTS)
-    return _lbfgs(
-        s.problem.value_and_grad,
-        s.x0,
-        stop="initial_objective",
-        evaluate=s.evaluate,
-        name="L-BFGS",
-        **run,
+    small = (
+        s.problem.device.type == "cpu"
+        and s.problem.n_samples <= AUTO_LBFGS_MAX_COMPARISONS
     )
+    with few_threads(1, enabled=small):
+        return _lbfgs(
+            s.problem.value_and_grad,
+            s.x0,
+            stop="initial_objective",
+            evaluate=s.evaluate,
+            name="L-BFGS",
+            **run,
+        )
 
 
 #: Solvers by name (the estimator's ``solver`` parameter; "cvx" is the convex
