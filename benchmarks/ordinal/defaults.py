@@ -194,8 +194,7 @@ def rows(quick: bool = False, seeds: int | None = None) -> list[dict]:
         Keys: estimator, dataset, tuned_on, metric, lower_is_better, ours,
         ours_seconds, peer, peer_value, peer_seconds, n_seeds, note.
     """
-    raw = run(quick, seeds)
-    return _rows(raw)
+    return _rows(run(quick, seeds))
 
 
 def _rows(raw: dict) -> list[dict]:
@@ -279,7 +278,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     _shared.setup(args)
     t0 = time.perf_counter()
-    table = rows(args.quick, args.seeds)
+    raw = run(args.quick, args.seeds)
+    table = _rows(raw)
     md = markdown(table)
     payload = {
         "experiment": "ordinal defaults vs cblearn defaults (issue 13)",
@@ -287,6 +287,15 @@ def main(argv=None):
         "config": {"quick": args.quick, "seeds": args.seeds},
         "versions": _shared.environment("cblearn"),
         "rows": table,
+        # per seed, in seed order (ours and cblearn's fits of a seed side by side)
+        "per_seed": {
+            f"{name}|{loss}": {
+                k: v
+                for k, v in r.items()
+                if k in ("ours", "ours_seconds", "peer", "peer_seconds")
+            }
+            for (name, loss), r in raw.items()
+        },
         "wall_seconds": time.perf_counter() - t0,
     }
     path, _ = _shared.write_outputs("ordinal_defaults", payload, md, args.out)
