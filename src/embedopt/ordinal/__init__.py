@@ -1,4 +1,4 @@
-"""Ordinal embedding from triplet / quadruplet comparisons with SVRG-SBB."""
+"""Ordinal embedding from triplet / quadruplet comparisons (L-BFGS, SVRG-SBB)."""
 
 from .convex import GramProblem, embedding_from_gram, project_centered_psd, projected_gd
 from .estimators import OrdinalEmbedding

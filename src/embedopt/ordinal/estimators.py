@@ -91,8 +91,12 @@ class OrdinalEmbedding(BaseEstimator):
     Learns ``X`` (one row per object) whose squared distances agree with the
     comparisons "i is closer to j than to k" (triplets ``(i, j, k)``) or "the
     pair (i, j) is closer than (l, k)" (quadruplets), by minimizing one of the
-    losses of :mod:`embedopt.ordinal.losses` with SVRG-SBB (Ma et al.,
-    Algorithm 1) or one of its baselines.
+    losses of :mod:`embedopt.ordinal.losses`: by default with full-batch
+    L-BFGS up to 10^5 comparisons and SVRG-SBB (Ma et al., Algorithm 1)
+    above, or with the solver named. Parameters left at None take the
+    chosen solver's defaults (documented below with the measurements that
+    chose them; the comparison with cblearn's defaults is
+    ``benchmarks/ordinal/defaults.py``).
 
     Parameters
     ----------
