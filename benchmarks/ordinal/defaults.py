@@ -99,6 +99,9 @@ DATASETS = {
     "clusters-300": (clusters_300, False, "5 clusters, 3-d, 20k, 5% flipped"),
 }
 
+#: Embedding dimension p per data set (also what its loader returns).
+DIMENSIONS = {"planted-100": 10, "music": 9, "eurodist": 2, "clusters-300": 3}
+
 #: Seeds per data set: full run, and --quick (well under a minute of CPU,
 #: most of it cblearn's: on music its five fits take about 30 s per seed).
 FULL_SEEDS = {"planted-100": 10, "music": 5, "eurodist": 10, "clusters-300": 10}
@@ -157,8 +160,11 @@ def run(
             try:
                 train, test, n, p = load(seed)
             except Exception as exc:  # a real set missing: rows say so
-                for loss in LOSSES:
-                    out.setdefault((name, loss), {"missing": repr(exc)[:100]})
+                for loss in losses or LOSSES:
+                    out.setdefault(
+                        (name, loss),
+                        {"p": DIMENSIONS[name], "missing": repr(exc)[:100]},
+                    )
                 break
             for loss in losses or LOSSES:
                 r = out.setdefault((name, loss), {"p": p})
@@ -202,7 +208,7 @@ def _rows(raw: dict) -> list[dict]:
     out = []
     for (name, loss), r in raw.items():
         _, tuned, desc = DATASETS[name]
-        p = r.get("p", "p")
+        p = r["p"]
         note = desc
         if "missing" in r:
             note = f"dataset missing: {r['missing']}"
@@ -278,13 +284,13 @@ def main(argv=None):
     args = ap.parse_args(argv)
     _shared.setup(args)
     t0 = time.perf_counter()
-    raw = run(args.quick, args.seeds)
+    raw = run(args.quick, args.seeds, options={"device": args.device})
     table = _rows(raw)
     md = markdown(table)
     payload = {
         "experiment": "ordinal defaults vs cblearn defaults (issue 13)",
         "command": _shared.command(),
-        "config": {"quick": args.quick, "seeds": args.seeds},
+        "config": {"quick": args.quick, "seeds": args.seeds, "device": args.device},
         "versions": _shared.environment("cblearn"),
         "rows": table,
         # per seed, in seed order (ours and cblearn's fits of a seed side by side)
