@@ -146,8 +146,9 @@ CASES = [
         fit_args=_oe_data,
         output=lambda est, args: est.transform(),
         fitted_attr="embedding_",
-        options=[{"solver": s} for s in OE_SOLVERS]
+        options=[{"solver": s} for s in (*OE_SOLVERS, "auto")]
         + [{"loss": loss} for loss in OE_LOSSES]
+        + [{"solver": "lbfgs", "loss": loss} for loss in OE_LOSSES]
         + [
             {"output": "random"},
             {"solver": "svrg_sbb_pl", "module_epochs": 2},
@@ -169,6 +170,8 @@ CASES = [
                 OE_SOLVERS,
                 "svrg_sbb",
                 {
+                    # solver="auto" picks L-BFGS on this small set
+                    "solver": ("svrg_sbb", None),
                     "epsilon": (0.05, "epsilon"),
                     "relative_epsilon": (False, "relative_epsilon"),
                     "batch_size": (7, "batch_size"),
@@ -180,6 +183,17 @@ CASES = [
                     "init_scale": (0.05, "init_scale"),
                     # resolved once at the top of fit (resolve_fit_context)
                     "dtype": (torch.float64, "dtype"),
+                    "verbose": (0, "verbose"),
+                },
+            ),
+            (
+                OE_SOLVERS,
+                "lbfgs",
+                {
+                    "max_iter": (3, "max_iter"),
+                    "tol": (1e-3, "tol"),
+                    "init_scale": (0.05, "init_scale"),
+                    "dtype": (torch.float32, "dtype"),
                     "verbose": (0, "verbose"),
                 },
             ),
@@ -698,6 +712,8 @@ def test_every_argument_reaches_its_solver(case, monkeypatch):
         case.make(**settings).fit(*args)
         assert calls, f"{fname} was not called"
         for p, (v, kwarg) in params.items():
+            if kwarg is None:  # a setting that selects the solver, not an argument
+                continue
             seen = [
                 kw.get(kwarg, a[1] if kwarg == "lam" and len(a) > 1 else None)
                 for a, kw in calls

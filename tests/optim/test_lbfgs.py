@@ -106,3 +106,40 @@ def test_non_finite_objective_is_an_error():
 
     with pytest.raises(NumericalInstabilityError, match="L-BFGS"):
         lbfgs(overflow, torch.zeros(2, dtype=D))
+
+
+def _geometric(x):
+    # f = sum exp(-x): decays to 0 without a minimizer, like a separable
+    # hinge or logistic loss
+    e = torch.exp(-x)
+    return e.sum(), -e
+
+
+def test_stopping_rules_on_an_objective_that_decays_to_zero():
+    x0 = torch.zeros(3, dtype=D)
+    # relative to the current value the change stays at 50 % per iteration
+    with pytest.warns(ConvergenceWarning, match="max_iter=60"):
+        res = lbfgs(_geometric, x0, max_iter=60, tol=1e-4, stop="relative_objective")
+    assert res.stop_reason == "max_iter"
+    # relative to the first value it soon gets small
+    res = lbfgs(_geometric, x0, max_iter=60, tol=1e-4, stop="initial_objective")
+    f = res.history["objective"]
+    assert res.stop_reason == "tol" and res.n_iter < 60
+    assert abs(f[-1] - f[-2]) <= 1e-4 * f[0] < abs(f[-2] - f[-3])
+    # SciPy's own test: the largest gradient entry (here = f / 3) below tol
+    res = lbfgs(_geometric, x0, max_iter=60, tol=1e-4, stop="scipy")
+    assert res.stop_reason == "tol" and res.history["objective"][-1] < 3e-4
+
+
+def test_evaluate_adds_history_columns_off_the_clock():
+    x0 = torch.tensor([-1.2, 1.0], dtype=D)
+    seen = []
+
+    def evaluate(x):
+        seen.append(x.clone())
+        return {"x0": float(x[0])}
+
+    res = lbfgs(_rosenbrock, x0, max_iter=200, tol=1e-10, evaluate=evaluate)
+    h = res.history
+    assert len(h["x0"]) == len(h["iteration"]) == len(seen)
+    assert h["x0"][-1] == pytest.approx(float(res.x[0]))

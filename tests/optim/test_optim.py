@@ -124,3 +124,19 @@ def test_lbfgs_quadratic():
     res = lbfgs(fun, torch.zeros(2, dtype=torch.float64), tol=1e-12)
     assert torch.allclose(res.x, torch.linalg.solve(A, b), atol=1e-8)
     assert res.converged
+
+
+def test_relative_change_to_the_first_value():
+    # a geometric decay: 10 % per step relative to the previous value, but
+    # soon a tiny change relative to where it started
+    h = History()
+    rel_prev = RelativeChange(1e-3)
+    rel_first = RelativeChange(1e-3, relative_to="first")
+    stops = []
+    for t in range(80):
+        h.append(objective=0.9**t)
+        stops.append((rel_prev(h), rel_first(h)))
+    assert not any(prev for prev, _ in stops)
+    first = next(t for t, (_, s) in enumerate(stops) if s)
+    # 0.9^(t-1) * 0.1 <= 1e-3 first holds at t = 45
+    assert first == 45

@@ -95,11 +95,14 @@ def test_closed_form_gradient_matches_finite_differences(loss):
     )
 
 
+@pytest.mark.parametrize("dense", [True, False], ids=["distance_matrix", "incidence"])
 @pytest.mark.parametrize("name", sorted(LOSSES))
-def test_full_objective_and_row_gradients_match_autograd(name):
+def test_full_objective_and_row_gradients_match_autograd(name, dense):
     X, Q = _batch(seed=2, m=60, n=10, p=2)
     comps = Comparisons(Q.numpy()[:, [0, 1, 3]], n_objects=10)  # triplets
     prob = OrdinalProblem(comps, get_loss(name, 2), dtype="float64")
+    assert prob.dense  # 10^2 <= 2 * 60: the n x n path by default
+    prob.dense = dense
     f, g = prob.value_and_grad(X)
     Xr = X.clone().requires_grad_(True)
     v, _ = comparison_gradients(prob.loss, Xr[prob.quadruplets])
@@ -116,6 +119,21 @@ def test_full_objective_and_row_gradients_match_autograd(name):
     _, gx = comparison_gradients(prob.loss, X[prob.quadruplets[batch]])
     _, gy = comparison_gradients(prob.loss, Y[prob.quadruplets[batch]])
     torch.testing.assert_close(got, (0.7 * gx - 1.3 * gy).reshape(-1, 2))
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_both_full_passes_agree_on_quadruplets_and_repeated_pairs(name):
+    # quadruplets (four objects), pairs asked twice and coincident points
+    X, Q = _batch(seed=5, m=300, n=12, p=3, quad=True)
+    X[3] = X[4]
+    Q = torch.cat((Q, Q[:20]))
+    prob = OrdinalProblem(Comparisons(Q.numpy()), get_loss(name, 3), dtype="float64")
+    assert prob.dense
+    f_dense, g_dense = prob.value_and_grad(X)
+    prob.dense = False
+    f_sparse, g_sparse = prob.value_and_grad(X)
+    assert f_dense == pytest.approx(f_sparse, rel=1e-12)
+    torch.testing.assert_close(g_dense, g_sparse, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("loss", LOSS_OBJECTS, ids=IDS)

@@ -267,3 +267,35 @@ def test_svrg_is_svrg_sbb_with_a_fixed_step():
     np.testing.assert_array_equal(a.x.numpy(), b.x.numpy())
     with pytest.raises(InvalidParameterError, match="no 'epsilon' parameter"):
         svrg(prob.train, 2, epsilon=0.1)
+
+
+def test_lbfgs_learns_and_records_history_per_iteration(small):
+    from embedopt.ordinal import lbfgs
+
+    res = lbfgs(small.train, 2, validation=small.test, random_state=0, device="cpu")
+    h = res.history
+    assert res.x.dtype == torch.float64  # SciPy's precision by default
+    assert res.stop_reason == "tol" and h["val_error"][-1] < 0.05
+    assert set(h) == {"iteration", "time", "objective", "grad_norm", "val_error"}
+    assert len({len(v) for v in h.values()}) == 1
+    # the default rule: the last change is at most tol times the first value
+    f = h["objective"]
+    assert abs(f[-1] - f[-2]) <= 1e-5 * f[0] and f[-1] < f[0]
+
+
+def test_auto_picks_lbfgs_for_small_and_svrg_sbb_for_large_problems(small, monkeypatch):
+    from embedopt.ordinal import OrdinalEmbedding, resolve_solver
+    from embedopt.ordinal import solvers as mod
+
+    limit = mod.AUTO_LBFGS_MAX_COMPARISONS
+    assert resolve_solver("auto", limit) == "lbfgs"
+    assert resolve_solver("auto", limit + 1) == "svrg_sbb"
+    assert resolve_solver("SVRG-SBB", 10) == "svrg_sbb"
+    m = OrdinalEmbedding(2, random_state=0).fit(small.train)
+    assert m.solver_ == "lbfgs" and m.embedding_tensor_.dtype == torch.float64
+    monkeypatch.setattr(mod, "AUTO_LBFGS_MAX_COMPARISONS", 100)
+    m = OrdinalEmbedding(2, max_iter=20, random_state=0).fit(small.train)
+    assert m.solver_ == "svrg_sbb" and m.embedding_tensor_.dtype == torch.float32
+    # SVRG-SBB's default epoch samples |Q| / 4: |Q| + 2 |Q| / 4 gradient calls
+    assert np.diff(m.history_["passes"]) == pytest.approx(1.5)
+    assert m.score(small.test) > 0.95

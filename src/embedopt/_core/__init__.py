@@ -19,6 +19,7 @@ from .log import get_logger
 from .memory import check_memory, device_memory, format_bytes
 from .random import RandomState, resolve_random_state
 from .registry import Registry, canonical_name
+from .threads import few_threads
 from .validation import (
     InstanceOf,
     Interval,
@@ -51,6 +52,7 @@ __all__ = [
     "check_param",
     "clone",
     "device_memory",
+    "few_threads",
     "format_bytes",
     "get_logger",
     "renamed_parameters",

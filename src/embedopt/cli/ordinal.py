@@ -31,12 +31,13 @@ def _names():
 
 COMMAND = "ordinal"
 HELP = (
-    "ordinal embedding from triplets with SVRG-SBB (default: the paper's "
-    "synthetic problem)"
+    "ordinal embedding from triplets with L-BFGS or SVRG-SBB (default: the "
+    "paper's synthetic problem)"
 )
 DESCRIPTION = (
-    "Learn an embedding from triplet comparisons with SVRG-SBB (or a "
-    "baseline), print the convergence table (per epoch: gradient passes, "
+    "Learn an embedding from triplet comparisons with the library's default "
+    "solver (L-BFGS up to 10^5 comparisons, SVRG-SBB above) or the one "
+    "named, print the convergence table (per epoch: gradient passes, "
     "time, objective, step size, held-out triplet error) and the final "
     "held-out triplet error. Synthetic (Ma et al., Sec. 5.1, Table I): "
     "points from N(0, I/20) in 10-d, random training and held-out "
@@ -79,7 +80,11 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--loss", default="ste", choices=losses, help="triplet loss")
     p.add_argument(
-        "--solver", default="svrg_sbb", choices=solvers, help="optimization method"
+        "--solver",
+        default="auto",
+        choices=["auto", *solvers],
+        help="optimization method ('auto': L-BFGS up to 10^5 comparisons, "
+        "SVRG-SBB above)",
     )
     p.add_argument(
         "--batch-size",
@@ -112,12 +117,20 @@ def add_arguments(p) -> None:
         default="auto",
         help="first/fixed step > 0, or 'auto' to measure the curvature",
     )
-    p.add_argument("--max-iter", type=int_type(1), default=30, help="epochs")
+    p.add_argument(
+        "--max-iter",
+        type=int_type(1),
+        default=None,
+        help="epochs, or L-BFGS iterations (default: the library's, 100 epochs "
+        "or 1000 iterations)",
+    )
     add_run_options(
         p,
         "epoch",
         plot="the convergence plot and the embedding (first two principal axes)",
     )
+    # None: the estimator's per-solver defaults (see OrdinalEmbedding)
+    p.set_defaults(tol=None, dtype=None)
 
 
 def _load(args):
@@ -216,27 +229,31 @@ def run(args) -> int:
         model.fit, train, n_objects=train.n_objects, validation=test
     )
     h = model.history_
+    # L-BFGS records iterations, without gradient passes or step sizes
+    unit = "iter" if model.solver_ == "lbfgs" else "epoch"
+    nan = np.full(len(h["iteration"]), np.nan)
+    passes, step = h.get("passes", nan), h.get("step_size", nan)
     print(
-        f"\n{'epoch':>5} {'passes':>7} {'time(s)':>8} {'objective':>12} "
+        f"\n{unit:>5} {'passes':>7} {'time(s)':>8} {'objective':>12} "
         f"{'step':>10} {'held-out err':>13}"
     )
     for i in table_rows(len(h["iteration"]), args.every):
         print(
-            f"{int(h['iteration'][i]):>5} {h['passes'][i]:>7.1f} {h['time'][i]:>8.3f} "
-            f"{h['objective'][i]:>12.6g} {h['step_size'][i]:>10.4g} "
+            f"{int(h['iteration'][i]):>5} {passes[i]:>7.1f} {h['time'][i]:>8.3f} "
+            f"{h['objective'][i]:>12.6g} {step[i]:>10.4g} "
             f"{h['val_error'][i]:>13.4f}"
         )
     err = 1.0 - model.score(test)
     hit = np.flatnonzero(h["val_error"] < 0.15)
     print(
-        f"\nheld-out triplet error = {err:.4f}   epochs = {model.n_iter_} "
-        f"({model.stop_reason_})   solver time = {h['time'][-1]:.3f}s   "
-        f"total fit time = {total:.2f}s"
+        f"\nheld-out triplet error = {err:.4f}   solver = {model.solver_}   "
+        f"{unit}s = {model.n_iter_} ({model.stop_reason_})   solver time = "
+        f"{h['time'][-1]:.3f}s   total fit time = {total:.2f}s"
     )
     if hit.size:
         print(
             f"held-out error < 0.15 after {h['time'][hit[0]]:.3f}s "
-            f"(epoch {int(h['iteration'][hit[0]])})"
+            f"({unit} {int(h['iteration'][hit[0]])})"
         )
     _plot(args, model, data["names"])
     report_warnings(caught)
@@ -244,7 +261,7 @@ def run(args) -> int:
         out = {
             "data": args.data,
             "loss": args.loss,
-            "solver": args.solver,
+            "solver": model.solver_,
             "n_components": p,
             "test_error": err,
             "n_iter": model.n_iter_,
@@ -280,7 +297,7 @@ def _plot(args, model, names) -> None:
 
     def draw(axes):
         ax = axes[0]
-        plot_convergence(ax, h["time"], h["objective"], title=args.solver)
+        plot_convergence(ax, h["time"], h["objective"], title=model.solver_)
         err = ax.twinx()
         err.plot(h["time"], h["val_error"], color="tab:red", linestyle="--")
         err.set_ylabel("held-out triplet error", color="tab:red")

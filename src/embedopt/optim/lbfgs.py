@@ -17,9 +17,9 @@ import numpy as np
 import torch
 from scipy.optimize import minimize
 
-from .._core import Interval, validated_params
+from .._core import Interval, Options, validated_params
 from ..linalg.points import Point, flatten, norm, unflatten
-from .monitor import IterationMonitor
+from .monitor import IterationMonitor, RelativeChange
 from .result import SolverResult
 
 __all__ = ["LBFGS_CONSTRAINTS", "lbfgs"]
@@ -29,6 +29,8 @@ LBFGS_CONSTRAINTS = {
     "max_iter": [Interval(int, 1, None)],
     "tol": [Interval(float, 0, None)],
     "history_size": [Interval(int, 1, None)],
+    "stop": [Options(["scipy", "relative_objective", "initial_objective"])],
+    "evaluate": ["callable", None],
     "verbose": [Interval(int, 0, None), "boolean"],
     "callback": ["callable", None],
 }
@@ -79,6 +81,8 @@ def lbfgs(
     max_iter: int = 100,
     tol: float = 1e-8,
     history_size: int = 10,
+    stop: str = "scipy",
+    evaluate=None,
     verbose: int = 0,
     callback=None,
     name: str = "L-BFGS",
@@ -108,6 +112,19 @@ def lbfgs(
         and relative function tolerance (``ftol``) of SciPy.
     history_size : int
         Number of stored correction pairs.
+    stop : {"scipy", "relative_objective", "initial_objective"}
+        ``"scipy"``: SciPy's own tests with ``gtol = ftol = tol`` (``ftol``
+        compares the decrease with ``max(|f|, 1)``, an absolute test for
+        objectives below 1). ``"relative_objective"``: the library's rule
+        (:class:`~embedopt.optim.RelativeChange`): stop when
+        ``|f_t - f_{t-1}| <= tol |f_{t-1}|`` between iterations, whatever
+        the scale of f (SciPy's tests then only catch an exact stationary
+        point). ``"initial_objective"``: stop when an iteration changes f by
+        at most ``tol |f_1|`` (f after the first iteration), for objectives
+        that decay to 0 (see :class:`~embedopt.optim.RelativeChange`).
+    evaluate : callable, optional
+        ``evaluate(x) -> dict`` of extra history values (e.g. a held-out
+        error), called after each iteration off the clock.
     verbose, callback, name, owner
         As in :func:`~embedopt.optim.svrg` (the callback is called once per
         L-BFGS iteration, from SciPy's callback).
@@ -131,7 +148,11 @@ def lbfgs(
         name,
         max_iter,
         tol,
-        stopping=_never,
+        stopping=_never
+        if stop == "scipy"
+        else RelativeChange(
+            tol, relative_to="first" if stop == "initial_objective" else "previous"
+        ),
         verbose=verbose,
         callback=callback,
         owner=owner,
@@ -149,10 +170,21 @@ def lbfgs(
             with monitor.paused():  # SciPy accepted an earlier point: re-evaluate
                 calls.evaluate(xk)
         kept.update(calls.last)
-        if monitor.record(kept["x"], objective=kept["f"], grad_norm=norm(kept["g"])):
+        extra = {}
+        if evaluate is not None:
+            with monitor.paused():
+                extra = dict(evaluate(kept["x"]))
+        values = {"objective": kept["f"], "grad_norm": norm(kept["g"]), **extra}
+        if monitor.record(kept["x"], **values):
             raise _Stop
 
-    options = {"maxiter": max_iter, "gtol": tol, "ftol": tol, "maxcor": history_size}
+    scipy_tol = tol if stop == "scipy" else 0.0
+    options = {
+        "maxiter": max_iter,
+        "gtol": scipy_tol,
+        "ftol": scipy_tol,
+        "maxcor": history_size,
+    }
     try:
         res = minimize(
             calls,

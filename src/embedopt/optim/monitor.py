@@ -63,7 +63,11 @@ class IterationState:
 class RelativeChange:
     """Stop when the relative change of a history column falls below ``tol``.
 
-    ``|f_t - f_{t-1}| <= tol * max(|f_{t-1}|, 1e-30)``.
+    ``|f_t - f_{t-1}| <= tol * max(|f_ref|, 1e-30)`` with ``f_ref = f_{t-1}``
+    (``relative_to="previous"``) or the first recorded value
+    (``relative_to="first"``). The second suits objectives that decay to 0
+    geometrically (a separable hinge loss): relative to the current value
+    their change never gets small, relative to where they started it does.
 
     Parameters
     ----------
@@ -71,20 +75,23 @@ class RelativeChange:
         Relative tolerance; 0 never stops.
     key : str
         History column to watch.
+    relative_to : {"previous", "first"}
     """
 
-    def __init__(self, tol: float, key: str = "objective"):
+    def __init__(self, tol: float, key: str = "objective", relative_to="previous"):
         self.tol = tol
         self.key = key
+        self.relative_to = relative_to
 
     def __call__(self, history: History) -> bool:
         if self.tol <= 0 or len(history) < 2 or self.key not in history:
             return False
         col = history.column(self.key)
         prev, cur = col[-2], col[-1]
-        if not (math.isfinite(prev) and math.isfinite(cur)):
+        ref = col[0] if self.relative_to == "first" else prev
+        if not (math.isfinite(prev) and math.isfinite(cur) and math.isfinite(ref)):
             return False
-        return abs(cur - prev) <= self.tol * max(abs(prev), 1e-30)
+        return abs(cur - prev) <= self.tol * max(abs(ref), 1e-30)
 
 
 #: Stopping rules by name: ``rule = STOPPING_RULES[name](tol)``.

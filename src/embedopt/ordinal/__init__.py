@@ -1,4 +1,4 @@
-"""Ordinal embedding from triplet / quadruplet comparisons with SVRG-SBB."""
+"""Ordinal embedding from triplet / quadruplet comparisons (L-BFGS, SVRG-SBB)."""
 
 from .convex import GramProblem, embedding_from_gram, project_centered_psd, projected_gd
 from .estimators import OrdinalEmbedding
@@ -14,7 +14,17 @@ from .losses import (
     get_loss,
 )
 from .problem import OrdinalProblem
-from .solvers import SOLVERS, batch_gd, get_solver, sgd, svrg, svrg_sbb, svrg_sbb_pl
+from .solvers import (
+    SOLVERS,
+    batch_gd,
+    get_solver,
+    lbfgs,
+    resolve_solver,
+    sgd,
+    svrg,
+    svrg_sbb,
+    svrg_sbb_pl,
+)
 
 __all__ = [
     "LOSSES",
@@ -33,8 +43,10 @@ __all__ = [
     "embedding_from_gram",
     "get_loss",
     "get_solver",
+    "lbfgs",
     "project_centered_psd",
     "projected_gd",
+    "resolve_solver",
     "sgd",
     "svrg",
     "svrg_sbb",
