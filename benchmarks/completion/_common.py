@@ -2,14 +2,44 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
 import _shared
 from embedopt import ConvergenceWarning
 from embedopt.completion import method_options, postprocess, proximal_completion
+
+PEERS = Path(__file__).resolve().parent / "peers"
+
+
+def run_peer(python, script: str, arrays: dict, *extra):
+    """Run ``peers/<script>`` on ``arrays`` (an .npz) with the peers' interpreter.
+
+    Returns the last JSON line it prints, or None when the interpreter does
+    not exist or the script printed none (its stderr tail is shown).
+    """
+    if python is None or not Path(python).exists():
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "data.npz"
+        np.savez(path, **arrays)
+        proc = subprocess.run(
+            [python, str(PEERS / script), str(path), *map(str, extra)],
+            capture_output=True,
+            text=True,
+        )
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
+    if not lines:
+        print(f"{script} failed:", proc.stderr[-300:], flush=True)
+        return None
+    return json.loads(lines[-1])
+
 
 #: Relative objective gap that counts as "reached the final objective".
 GAP = 1e-4

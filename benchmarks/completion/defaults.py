@@ -28,9 +28,7 @@ with ``--threads 1``.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -38,31 +36,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
 
+from _common import run_peer
+
 import _shared
 from embedopt.completion import MatrixCompletion
 from embedopt.data import load_movielens, make_low_rank_matrix, split_entries
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-
-
-def _peer(python, script, arrays, *extra):
-    """Run a peer script on ``arrays`` in its environment; its JSON, or None."""
-    if python is None or not Path(python).exists():
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "data.npz"
-        np.savez(path, **arrays)
-        proc = subprocess.run(
-            [python, str(HERE / "peers" / script), str(path), *map(str, extra)],
-            capture_output=True,
-            text=True,
-        )
-    lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
-    if not lines:
-        print(f"{script} failed:", proc.stderr[-300:], flush=True)
-        return None
-    return json.loads(lines[-1])
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _fit(train, seed, **fit_kw):
@@ -94,7 +74,7 @@ def synthetic(name, seed, python, *, m, n, rank, noise, n_obs, half, tuned):
     peer = (
         None
         if seed
-        else _peer(
+        else run_peer(
             python,
             "fancyimpute_defaults.py",
             dict(
@@ -131,7 +111,7 @@ def movielens(variant, seed, python, data_dir, *, tuned):
     model, secs = _fit(train, seed)
     rmse = -model.score(test)
     lo, hi = float(entries.values.min()), float(entries.values.max())
-    peer = _peer(
+    peer = run_peer(
         python,
         "surprise_svd.py",
         dict(

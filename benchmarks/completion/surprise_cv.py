@@ -14,10 +14,7 @@ completion/requirements-peers.txt), its SVD also runs on the same folds.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,45 +22,31 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
 
+from _common import run_peer
+
 import _shared
 from embedopt.completion import MatrixCompletion
 from embedopt.data import kfold_entries, load_movielens
 
 SURPRISE_SVD = {"100k": 0.934, "1m": 0.873}
-HERE = Path(__file__).resolve().parent
 
 
 def surprise_svd(args, train, test, seed):
     """Surprise's SVD on the same fold, in the peers' environment (or None)."""
-    if not Path(args.peer_python).exists():
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "fold.npz"
-        np.savez(
-            path,
+    out = run_peer(
+        args.peer_python,
+        "surprise_svd.py",
+        dict(
             tr_rows=train.rows,
             tr_cols=train.cols,
             tr_vals=train.values,
             te_rows=test.rows,
             te_cols=test.cols,
             te_vals=test.values,
-        )
-        proc = subprocess.run(
-            [
-                args.peer_python,
-                str(HERE / "peers" / "surprise_svd.py"),
-                str(path),
-                str(seed),
-            ],
-            capture_output=True,
-            text=True,
-        )
-    lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
-    if not lines:
-        print("surprise failed:", proc.stderr[-300:])
-        return None
-    out = json.loads(lines[-1])
-    return out["rmse"], out["seconds"]
+        ),
+        seed,
+    )
+    return None if out is None else (out["rmse"], out["seconds"])
 
 
 def main():
