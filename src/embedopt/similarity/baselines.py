@@ -38,7 +38,7 @@ from .._core import (
     resolve_random_state,
     validated_params,
 )
-from ..linalg import sparse_normal_equations
+from ..linalg import sparse_normal_equations, sparse_normal_equations_cg
 from ..linalg.points import norm
 from ..nn import EmbeddingTower
 from ..optim import IterationMonitor, SolverResult
@@ -91,6 +91,7 @@ ALS_CONSTRAINTS = {
     "max_iter": [Interval(int, 1, None)],
     "tol": [Interval(float, 0, None)],
     "chunk_size": [Interval(int, 1, None), None],
+    "cg_steps": [Interval(int, 1, None), None],
     **_MONITORING,
 }
 
@@ -656,8 +657,11 @@ class _ALS:
             )
         return ids.long()
 
-    def half_step(self, x: list, s: int, chunk_size: int | None) -> None:
-        """Replace the table of side ``s`` in ``x`` by its exact minimizer."""
+    def half_step(
+        self, x: list, s: int, chunk_size: int | None, cg_steps: int | None = None
+    ) -> None:
+        """Replace the table of side ``s`` in ``x`` by its exact minimizer, or
+        by ``cg_steps`` conjugate-gradient steps towards it from where it is."""
         obj = self.objective
         me, you = self.sides[s], self.sides[1 - s]
         side_me, side_you = obj.sides[s], obj.sides[1 - s]
@@ -674,19 +678,23 @@ class _ALS:
 
         # A_i = sum_{j in O_i} c_ij q_j q_j^T + omega a_i G_Q + lam I,
         # rhs_i = sum_{j in O_i} r_ij q_j + omega a_i C_Q ptilde_i
-        E = sparse_normal_equations(
-            me.ptr,
-            me.other,
-            me.c,
-            me.r,
-            F,
-            ridge=lam,
-            gram=G,
-            gram_weights=wa,
-            rhs_extra=tilde_rhs,
-            chunk_size=chunk_size,
-        )
+        system = dict(ridge=lam, gram=G, gram_weights=wa, rhs_extra=tilde_rhs)
         old = x[me.position]
+        if cg_steps is None:
+            E = sparse_normal_equations(
+                me.ptr, me.other, me.c, me.r, F, chunk_size=chunk_size, **system
+            )
+        else:
+            E = sparse_normal_equations_cg(
+                me.ptr,
+                me.other,
+                me.c,
+                me.r,
+                F,
+                x0=old[me.ids],
+                n_steps=cg_steps,
+                **system,
+            )
         # Table rows no entity uses only carry lam/2 ||w||^2: 0 minimizes it.
         table = old.detach().clone() if not lam else torch.zeros_like(old)
         table[me.ids] = E.to(old.dtype)
@@ -701,6 +709,7 @@ def als(
     max_iter: int = 20,
     tol: float = 1e-5,
     chunk_size: int | None = None,
+    cg_steps: int | None = None,
     evaluate=None,
     random_state=None,
     verbose: int = 0,
@@ -824,7 +833,7 @@ def als(
         start.update(_exact(objective, tuple(x), None))
     for _ in monitor:
         for s in (0, 1):
-            solver.half_step(x, s, chunk_size)
+            solver.half_step(x, s, chunk_size, cg_steps)
         with monitor.paused():
             point = tuple(x)
             exact = _exact(objective, point, evaluate)
