@@ -69,7 +69,7 @@ def test_nonfinite_systems_raise_a_clear_error():
 
 
 def _cg_problem(k=4, seed=1):
-    (crow, cols, c, r), rows, rng = _pattern(m=9, n=6, seed=seed)
+    (crow, cols, c, r), _, rng = _pattern(m=9, n=6, seed=seed)
     F = torch.as_tensor(rng.standard_normal((6, k)))
     G = torch.as_tensor(rng.standard_normal((k, k)))
     extra = torch.as_tensor(rng.standard_normal((9, k)))

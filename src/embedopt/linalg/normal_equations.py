@@ -217,7 +217,7 @@ def sparse_normal_equations_cg(
         If the iterates overflow (NaN or inf).
     """
     F = F.to(dtype)
-    n_you, k = F.shape
+    n_you = F.shape[0]
     n_me = crow.numel() - 1
     c, r = c.to(dtype), r.to(dtype)
     shape = (n_me, n_you)
