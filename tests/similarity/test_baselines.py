@@ -441,3 +441,30 @@ def test_baselines_on_cuda_match_cpu():
         )
         assert res.x[0].device.type == "cuda"
         assert res.history["objective"][-1] < res.info["initial_objective"]
+
+
+@pytest.mark.parametrize("imputed,imputation,lam", ALS_CONFIGS)
+def test_als_cg_half_steps_never_increase_the_objective(imputed, imputation, lam):
+    obj, _, _ = _table_problem(imputed, imputation, lam)
+    res = als(obj, obj.initial_point(), max_iter=8, tol=0, cg_steps=1)
+    f = np.concatenate([[res.info["initial_objective"]], res.history["objective"]])
+    assert np.all(np.diff(f) <= 1e-13 * abs(f[0]))
+    # One CG step per row is not the exact half-step: these are other iterates.
+    exact = als(obj, obj.initial_point(), max_iter=8, tol=0)
+    assert _rel(res.x, exact.x) > 1e-6
+
+
+def test_als_with_enough_cg_steps_is_exact_als():
+    obj, _, _ = _table_problem("unobserved", "factors", lam=0.1)
+    x0 = obj.initial_point()
+    exact = als(obj, x0, max_iter=3, tol=0)
+    cg = als(obj, x0, max_iter=3, tol=0, cg_steps=6 * K)
+    assert _rel(cg.x, exact.x) < 1e-10
+
+
+def test_als_can_stop_on_the_relative_objective_decrease():
+    obj, _, _ = _table_problem("unobserved", "factors", lam=0.1)
+    res = als(obj, obj.initial_point(), max_iter=500, tol=1e-6, stop_on="objective")
+    assert res.converged and res.n_iter < 500
+    f = res.history["objective"]
+    assert f[-2] - f[-1] <= 1e-6 * f[-2] and np.all(f[:-2] - f[1:-1] > 1e-6 * f[:-2])

@@ -5,7 +5,11 @@ tuples of tensors, in :mod:`embedopt.linalg.points`)."""
 from . import points
 from .cg import CGResult, cg
 from .diagonal import hutchinson_diagonal
-from .normal_equations import psd_solve, sparse_normal_equations
+from .normal_equations import (
+    psd_solve,
+    sparse_normal_equations,
+    sparse_normal_equations_cg,
+)
 from .operators import DenseOperator, SparsePlusLowRank
 from .psd import embedding_from_gram, project_centered_psd, project_psd
 from .rotations import (
@@ -60,6 +64,7 @@ __all__ = [
     "reorthogonalize",
     "shrink",
     "sparse_normal_equations",
+    "sparse_normal_equations_cg",
     "svt",
     "thin_svd",
     "top_k_inner_products",
