@@ -18,6 +18,18 @@ from embedopt.completion import method_options, postprocess, proximal_completion
 PEERS = Path(__file__).resolve().parent / "peers"
 
 
+def fold_arrays(train, test) -> dict:
+    """A train / test split as the arrays the rating peers read."""
+    return dict(
+        tr_rows=train.rows,
+        tr_cols=train.cols,
+        tr_vals=train.values,
+        te_rows=test.rows,
+        te_cols=test.cols,
+        te_vals=test.values,
+    )
+
+
 def run_peer(python, script: str, arrays: dict, *extra):
     """Run ``peers/<script>`` on ``arrays`` (an .npz) with the peers' interpreter.
 

@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
 
-from _common import run_peer
+from _common import fold_arrays, run_peer
 
 import _shared
 from embedopt.completion import MatrixCompletion
@@ -114,14 +114,7 @@ def movielens(variant, seed, python, data_dir, *, tuned):
     peer = run_peer(
         python,
         "surprise_svd.py",
-        dict(
-            tr_rows=train.rows,
-            tr_cols=train.cols,
-            tr_vals=train.values,
-            te_rows=test.rows,
-            te_cols=test.cols,
-            te_vals=test.values,
-        ),
+        fold_arrays(train, test),
         seed,
         lo,
         hi,

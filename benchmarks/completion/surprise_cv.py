@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
 
-from _common import run_peer
+from _common import fold_arrays, run_peer
 
 import _shared
 from embedopt.completion import MatrixCompletion
@@ -36,14 +36,7 @@ def surprise_svd(args, train, test, seed):
     out = run_peer(
         args.peer_python,
         "surprise_svd.py",
-        dict(
-            tr_rows=train.rows,
-            tr_cols=train.cols,
-            tr_vals=train.values,
-            te_rows=test.rows,
-            te_cols=test.cols,
-            te_vals=test.values,
-        ),
+        fold_arrays(train, test),
         seed,
     )
     return None if out is None else (out["rmse"], out["seconds"])
