@@ -468,3 +468,18 @@ def test_als_can_stop_on_the_relative_objective_decrease():
     assert res.converged and res.n_iter < 500
     f = res.history["objective"]
     assert f[-2] - f[-1] <= 1e-6 * f[-2] and np.all(f[:-2] - f[1:-1] > 1e-6 * f[:-2])
+
+
+def test_gauss_newton_can_stop_on_the_relative_objective_decrease():
+    from embedopt.similarity import gauss_newton
+
+    obj, _, _ = _table_problem("unobserved", "factors", lam=0.1)
+    res = gauss_newton(
+        obj, obj.initial_point(), max_iter=200, tol=1e-4, stop_on="objective"
+    )
+    assert res.converged and res.n_iter < 200
+    f = res.history["objective"]
+    # stops at the first iteration whose relative decrease is below tol
+    assert f[-2] - f[-1] <= 1e-4 * f[-2] and np.all(f[:-2] - f[1:-1] > 1e-4 * f[:-2])
+    with pytest.raises(InvalidParameterError, match="stop_on"):
+        gauss_newton(obj, obj.initial_point(), stop_on="loss")

@@ -339,12 +339,15 @@ def start_gradient_run(
     callback,
     owner: str | None,
     nonfinite_hint: str,
+    stop_on: str = "grad_norm",
 ):
     """Start a smooth solver: its monitor, and the value and gradient at x0.
 
     The second-order and line-search solvers (:func:`~embedopt.optim.newton_cg`,
     :func:`~embedopt.optim.armijo_gradient_descent`) share one stopping rule,
-    ``||grad f(x)|| <= tol ||grad f(x0)||`` on the ``grad_norm`` column,
+    ``||grad f(x)|| <= tol ||grad f(x0)||`` on the ``grad_norm`` column
+    (``stop_on="grad_norm"``), or the relative objective change of one
+    iteration below ``tol`` (``stop_on="objective"``, :class:`RelativeChange`),
     and the same first evaluation.
 
     Returns
@@ -359,11 +362,15 @@ def start_gradient_run(
     from ..linalg.points import clone, norm
 
     ref = {}
+    if stop_on == "objective":
+        stopping = RelativeChange(tol)
+    else:
+        stopping = lambda h: h.last("grad_norm") <= tol * ref["g0"]  # noqa: E731
     monitor = IterationMonitor(
         name,
         max_iter,
         tol,
-        stopping=lambda h: h.last("grad_norm") <= tol * ref["g0"],
+        stopping=stopping,
         verbose=verbose,
         callback=callback,
         owner=owner,

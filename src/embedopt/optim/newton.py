@@ -58,6 +58,7 @@ NEWTON_CG_CONSTRAINTS = {
     ],
     "line_search": ["boolean"],
     "c1": [Interval(float, 0, 1, closed="neither")],
+    "stop_on": [Options(["grad_norm", "objective"])],
     "verbose": [Interval(int, 0, None), "boolean"],
     "callback": ["callable", None],
 }
@@ -116,6 +117,7 @@ def newton_cg(
     preconditioner=None,
     line_search: bool = True,
     c1: float = 1e-4,
+    stop_on: str = "grad_norm",
     verbose: int = 0,
     callback=None,
     name: str = "Newton-CG",
@@ -133,7 +135,9 @@ def newton_cg(
     max_iter : int
         Outer (Newton) iterations at most.
     tol : float
-        Stop when ``||grad f(x)|| <= tol ||grad f(x0)||``.
+        Stop when ``||grad f(x)|| <= tol ||grad f(x0)||`` (or, with
+        ``stop_on="objective"``, when one iteration changes f by less than
+        ``tol`` relative to it).
     use : {"hessian", "gauss_newton"}
         The curvature B: the Hessian (``objective.hvp``) or the
         Gauss-Newton matrix (``objective.gnvp``, PSD, for losses of the form
@@ -159,6 +163,8 @@ def newton_cg(
         False always takes the full step.
     c1 : float
         Armijo sufficient-decrease constant.
+    stop_on : {"grad_norm", "objective"}
+        The stopping test of ``tol`` (see :func:`~embedopt.optim.start_gradient_run`).
     verbose, callback, name, owner
         As in :func:`~embedopt.optim.svrg` (the callback is called once per
         outer iteration).
@@ -194,6 +200,7 @@ def newton_cg(
         owner=owner,
         nonfinite_hint="the objective or its derivatives overflow (check the "
         "scaling of the data, or increase 'damping')",
+        stop_on=stop_on,
     )
     mu = float(damping)
     cg_options = dict(rtol=cg_rtol, max_iter=cg_max_iter)

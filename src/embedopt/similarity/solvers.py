@@ -79,6 +79,7 @@ def _initial_damping(objective, x0, relative: float, generator) -> float:
         "damping": [Interval(float, 0, None)],
         "preconditioner": [None, Options(["diagonal"])],
         "n_probes": [Interval(int, 1, None)],
+        "stop_on": [Options(["grad_norm", "objective"])],
     },
     owner="gauss_newton",
 )
@@ -93,6 +94,7 @@ def gauss_newton(
     damping: float = DEFAULT_DAMPING,
     preconditioner: str | None = None,
     n_probes: int = 4,
+    stop_on: str = "grad_norm",
     random_state=None,
     verbose: int = 0,
     callback=None,
@@ -113,7 +115,9 @@ def gauss_newton(
     max_iter : int
         Newton iterations at most.
     tol : float
-        Stop when ``||grad L|| <= tol ||grad L(x0)||``.
+        Stop when ``||grad L|| <= tol ||grad L(x0)||``, or with
+        ``stop_on="objective"`` when one iteration lowers L by less than
+        ``tol`` relative to it.
     cg_rtol : float
         Relative residual of each CG solve (0.1 is the inexact-Newton
         forcing term of Lin & Moré's TRON).
@@ -129,6 +133,8 @@ def gauss_newton(
     n_probes : int
         Probes of the diagonal estimates (also used once for the damping
         scale).
+    stop_on : {"grad_norm", "objective"}
+        Which test ``tol`` applies to.
     random_state : None, int or numpy.random.Generator
         Draws of the probes.
     verbose, callback
@@ -160,6 +166,7 @@ def gauss_newton(
         cg_max_iter=cg_max_iter,
         damping=mu0,
         preconditioner=pre,
+        stop_on=stop_on,
         verbose=verbose,
         callback=callback,
         name="Gauss-Newton",
