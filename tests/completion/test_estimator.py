@@ -155,6 +155,21 @@ def test_default_centering_is_chosen_from_the_data():
             assert (sel.z["both"] > 2) == (expected == "both")
 
 
+def test_default_centering_with_too_few_entries_to_test_the_offsets():
+    # A fixed lam needs no validation split; with a handful of entries there
+    # is nothing to hold out, and the default must still fit (it did before
+    # the centering was chosen from the data).
+    rows, cols = np.arange(5), np.arange(5)[::-1]
+    vals = np.arange(5, dtype=float) + 1
+    for n in (1, 3, 5):
+        model = MatrixCompletion(lam=1.0, random_state=0).fit(
+            (rows[:n], cols[:n], vals[:n])
+        )
+        assert model.center_ == "both" and model.centering_selection_ is None
+    model = MatrixCompletion(random_state=0).fit((rows, cols, vals))
+    assert np.isfinite(model.predict(rows, cols)).all()
+
+
 def test_default_centering_is_never_worse_than_none():
     from embedopt.data import split_entries
 
