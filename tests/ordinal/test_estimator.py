@@ -175,10 +175,19 @@ def test_the_convex_solver_starts_from_zero(prob):
 
 
 def test_a_batch_larger_than_the_epoch_is_clipped_with_a_warning(prob):
-    # SVRG-SBB's default epoch samples |Q| / 4 = 500 of the 2000 comparisons
-    with pytest.warns(UserWarning, match="batch_size=1000000 exceeds the 500 "):
+    # On this small problem SVRG-SBB's epoch samples all 2000 comparisons
+    # (|Q| / 4 only above AUTO_LBFGS_MAX_COMPARISONS).
+    with pytest.warns(UserWarning, match="batch_size=1000000 exceeds the 2000 "):
         m = _model(solver="svrg_sbb", batch_size=10**6).fit(prob.train)
     assert np.isfinite(m.embedding_).all() and m.score(prob.test) > 0.9
+
+
+def test_svrg_sbb_on_a_small_problem_keeps_the_papers_epoch(prob):
+    # Quarter epochs made the SBB steps overshoot on small problems (the
+    # objective grew by orders of magnitude while the error still fell).
+    m = _model(solver="svrg_sbb", max_iter=30).fit(prob.train)
+    f = m.history_["objective"]
+    assert f[-1] < f[0]
 
 
 @pytest.mark.parametrize("solver", ["svrg_sbb", "svrg_sbb_pl", "svrg", "sgd", "gd"])

@@ -229,19 +229,24 @@ def run(args) -> int:
         model.fit, train, n_objects=train.n_objects, validation=test
     )
     h = model.history_
-    # L-BFGS records iterations, without gradient passes or step sizes
     unit = "iter" if model.solver_ == "lbfgs" else "epoch"
-    nan = np.full(len(h["iteration"]), np.nan)
-    passes, step = h.get("passes", nan), h.get("step_size", nan)
+    # L-BFGS records iterations, without gradient passes or step sizes: its
+    # table leaves those columns out.
+    extra = "passes" in h and "step_size" in h
+    head = f"\n{unit:>5} " + (f"{'passes':>7} " if extra else "")
     print(
-        f"\n{unit:>5} {'passes':>7} {'time(s)':>8} {'objective':>12} "
-        f"{'step':>10} {'held-out err':>13}"
+        head
+        + f"{'time(s)':>8} {'objective':>12} "
+        + (f"{'step':>10} " if extra else "")
+        + f"{'held-out err':>13}"
     )
     for i in table_rows(len(h["iteration"]), args.every):
         print(
-            f"{int(h['iteration'][i]):>5} {passes[i]:>7.1f} {h['time'][i]:>8.3f} "
-            f"{h['objective'][i]:>12.6g} {step[i]:>10.4g} "
-            f"{h['val_error'][i]:>13.4f}"
+            f"{int(h['iteration'][i]):>5} "
+            + (f"{h['passes'][i]:>7.1f} " if extra else "")
+            + f"{h['time'][i]:>8.3f} {h['objective'][i]:>12.6g} "
+            + (f"{h['step_size'][i]:>10.4g} " if extra else "")
+            + f"{h['val_error'][i]:>13.4f}"
         )
     err = 1.0 - model.score(test)
     hit = np.flatnonzero(h["val_error"] < 0.15)

@@ -20,6 +20,7 @@ from .._core import (
     to_numpy,
 )
 from ..data import as_comparisons, as_quadruplets
+from . import solvers as _solvers
 from .losses import LOSSES, OrdinalLoss, get_loss
 from .solvers import (
     DEFAULT_BATCH_SIZE,
@@ -66,10 +67,14 @@ _DEFAULT_MAX_ITER = {"lbfgs": 1000}
 #: and ended every default fit with a ConvergenceWarning; 1e-3 stopped after
 #: 29 epochs (17 s) at held-out error 0.050.
 _DEFAULT_TOL = {"lbfgs": DEFAULT_LBFGS_TOL, "svrg_sbb": 1e-3}
-#: SVRG-SBB samples |Q| / 4 comparisons per epoch unless told otherwise:
-#: the snapshot and the SBB step are refreshed four times as often per
-#: gradient pass, which reached held-out error 0.2 at 10^6 triplets in 3.1 s
-#: instead of 7.0 s with the paper's m = |Q|.
+#: SVRG-SBB samples |Q| / 4 comparisons per epoch unless told otherwise,
+#: above AUTO_LBFGS_MAX_COMPARISONS comparisons (where ``solver="auto"``
+#: picks it): the snapshot and the SBB step are refreshed four times as often
+#: per gradient pass, which reached held-out error 0.2 at 10^6 triplets in
+#: 3.1 s instead of 7.0 s with the paper's m = |Q|. On small problems the
+#: paper's m = |Q| stays: there the SBB steps of quarter epochs overshoot
+#: (Table I, STE, solver="svrg_sbb": the objective rose from 0.54 to ~5,700
+#: over 100 epochs, while with m = |Q| it falls to 0.057 in 9).
 _DEFAULT_UPDATE_FRACTION = {"svrg_sbb": 0.25}
 #: ``dtype`` when left at None: SciPy's L-BFGS-B works in float64 and its
 #: line search needs f and its gradient to that precision near the end (SOE
@@ -127,10 +132,11 @@ class OrdinalEmbedding(BaseEstimator):
         epoch (the default is capped there, a larger given b is clipped with
         a warning).
     update_frequency : int, optional
-        m, comparisons sampled per epoch (default: |Q| / 4 for SVRG-SBB,
-        measured faster at 10^6 triplets; all, as in the paper, for the
-        others); it also sets the budget of an epoch (``|Q| + 2m`` gradient
-        calls) for every stochastic solver.
+        m, comparisons sampled per epoch (default: |Q| / 4 for SVRG-SBB above
+        ``AUTO_LBFGS_MAX_COMPARISONS`` comparisons, measured faster at 10^6
+        triplets; all, as in the paper, otherwise); it also sets the budget
+        of an epoch (``|Q| + 2m`` gradient calls) for every stochastic
+        solver.
     learning_rate : float or "auto"
         First step (SBB) or fixed step (other solvers), in units of a
         full-gradient step on the mean loss; "auto" measures the curvature
@@ -339,7 +345,12 @@ class OrdinalEmbedding(BaseEstimator):
         if solver != "lbfgs":
             kwargs["learning_rate"] = self.learning_rate
         kwargs.update({k: getattr(self, k) for k in _SOLVER_PARAMS[solver]})
-        if self.update_frequency is None and solver in _DEFAULT_UPDATE_FRACTION:
+        if (
+            self.update_frequency is None
+            and solver in _DEFAULT_UPDATE_FRACTION
+            # read at call time, as resolve_solver does
+            and len(comps) > _solvers.AUTO_LBFGS_MAX_COMPARISONS
+        ):
             fraction = _DEFAULT_UPDATE_FRACTION[solver]
             kwargs["update_frequency"] = max(1, int(fraction * len(comps)))
         result = SOLVERS.get(solver)(comps, self.n_components, **kwargs)
