@@ -51,11 +51,28 @@ def _init_weight(
     weight.copy_(std * draw if std is not None else draw / math.sqrt(weight.shape[-1]))
 
 
+def _empty(*shape, device, dtype) -> nn.Parameter:
+    return nn.Parameter(torch.empty(*shape, device=device, dtype=dtype))
+
+
 def _skip_init(cls, *args, device, dtype):
-    # torch's default initialization would draw from the global RNG; skip_init
-    # builds on the meta device and allocates on ``device`` (None: the default).
-    device = torch.empty(0).device if device is None else device
-    return nn.utils.skip_init(cls, *args, device=device, dtype=dtype)
+    # torch's default initialization would draw from the global RNG (and
+    # cost a pass over a large table); the layers are built around
+    # uninitialized parameters instead. (torch.nn.utils.skip_init does this
+    # on the meta device, whose first use imports torch._dynamo: 0.4-1.4 s
+    # once per process, longer than a whole default ALS fit on ML-100K.)
+    if cls is nn.Embedding:
+        n, dim = args
+        return nn.Embedding(n, dim, _weight=_empty(n, dim, device=device, dtype=dtype))
+    if cls is nn.Linear:
+        n_in, n_out = args
+        layer = nn.Linear.__new__(nn.Linear)  # its __init__ would draw
+        nn.Module.__init__(layer)
+        layer.in_features, layer.out_features = n_in, n_out
+        layer.weight = _empty(n_out, n_in, device=device, dtype=dtype)
+        layer.bias = _empty(n_out, device=device, dtype=dtype)
+        return layer
+    raise TypeError(f"no uninitialized construction for {cls.__name__}")
 
 
 def _check_size(rows: int, cols: int, device, dtype, what: str) -> None:
