@@ -26,7 +26,6 @@ is, with ``w_ij = (omega / 2) a_i b_j (Ytilde_ij - Yhat_ij)^2``::
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from .._core import (
     DataValidationError,
@@ -43,7 +42,7 @@ from ..linalg.points import norm
 from ..nn import EmbeddingTower
 from ..optim import IterationMonitor, RelativeChange, SolverResult
 from .losses import SquareLoss
-from .objective import AllPairsObjective
+from .objective import AllPairsObjective, table_parameter
 
 __all__ = [
     "ALS_CONSTRAINTS",
@@ -573,15 +572,6 @@ def stochastic(
 
 
 # -- alternating least squares -----------------------------------------------------
-def _table_name(tower: nn.Module) -> str | None:
-    """The parameter holding the rows of a plain embedding table, else None."""
-    if isinstance(tower, EmbeddingTower) and not tower.normalize:
-        return "table.weight"
-    if isinstance(tower, nn.Embedding) and tower.max_norm is None:
-        return "weight"
-    return None
-
-
 class _ALSSide:
     """One side's view of O as a compressed sparse matrix (entities x other
     side): CSR for the users, CSC for the items."""
@@ -630,7 +620,7 @@ class _ALS:
 
     @staticmethod
     def _table_ids(side, owner: str) -> torch.Tensor:
-        pname = _table_name(side.tower)
+        pname = table_parameter(side.tower)
         if pname is None:
             raise InvalidParameterError(
                 f"{owner} needs both towers to be plain embedding tables "

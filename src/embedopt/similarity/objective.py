@@ -49,6 +49,7 @@ from torch.func import functional_call, jvp, vjp
 from .._core import DataValidationError, InvalidParameterError, Options, check_param
 from ..data import as_interactions
 from ..linalg import SparsePattern
+from ..nn import EmbeddingTower
 from .losses import get_loss
 
 __all__ = ["AllPairsObjective", "popularity_weights"]
@@ -91,6 +92,26 @@ class _Side:
         self.tilde = tilde  # float64 (n, kt)
         step = n if chunk_size is None else max(1, int(chunk_size))
         self.chunks = [slice(a, min(a + step, n)) for a in range(0, n, step)]
+        self.ids = self._table_ids()
+
+    def _table_ids(self) -> torch.Tensor | None:
+        """The row ids when the tower is a plain embedding table and its only
+        trainable parameter: then ``f(W) = W[ids]``, its pullback a scatter-add
+        and its push-forward a gather, with no torch.func transform (whose
+        first use imports torch._dynamo, 1.5 s once per process, and whose
+        per-call overhead is most of an ALS iteration's bookkeeping)."""
+        name = table_parameter(self.tower)
+        ids = self.inputs
+        if (
+            name is None
+            or self.names != [name]
+            or not torch.is_tensor(ids)
+            or ids.ndim != 1
+            or ids.dtype.is_floating_point
+            or ids.dtype == torch.bool
+        ):
+            return None
+        return ids.long()
 
     def parameters(self) -> tuple[torch.Tensor, ...]:
         named = dict(self.tower.named_parameters())
@@ -108,6 +129,20 @@ class _Side:
         return call
 
 
+def table_parameter(tower: nn.Module) -> str | None:
+    """The parameter holding the rows of a plain embedding table, else None."""
+    if isinstance(tower, EmbeddingTower) and not tower.normalize:
+        return "table.weight"
+    if isinstance(tower, nn.Embedding) and tower.max_norm is None:
+        return "weight"
+    return None
+
+
+def _scatter_rows(W: torch.Tensor, ids: torch.Tensor, X: torch.Tensor):
+    """``J^T X`` of ``W -> W[ids]``: the rows of X added into a zero table."""
+    return (torch.zeros_like(W).index_add_(0, ids, X.to(W.dtype)),)
+
+
 @dataclass
 class _State:
     """What one point's oracles share: embeddings, Gramians, observed scores."""
@@ -118,7 +153,7 @@ class _State:
     yhat: torch.Tensor  # float64, observed pairs in CSR order
     G: tuple  # (G_P, G_Q) float64 k x k, weighted Gramians
     C: tuple  # (C_P, C_Q) float64 k x kt
-    pullbacks: tuple | None = None  # per side, the single-chunk vjp function
+    pullbacks: tuple | None = None  # per side, the single-chunk vjp function or None
     value: float | None = None
     extras: dict = field(default_factory=dict)
     Q_all: torch.Tensor | None = None  # Q of every item (the pairs' q_j)
@@ -388,18 +423,23 @@ class AllPairsObjective:
         state = self._state
         single = self._one_pass()
         if state is not None and _same_point(state.x, x):
-            if keep_graph and single and state.pullbacks is None:
+            if keep_graph and single and not self._has_pullbacks(state):
                 state = None  # recompute once with the graph kept
             else:
                 return state
         pullbacks = []
         embeds = []
         for side, params in zip(self.sides, self.split(x), strict=True):
-            if keep_graph and single:
+            if side.ids is not None:
+                # no graph to keep: _pullback scatters (pullbacks[s] stays None)
+                embeds.append(params[0].detach()[side.ids])
+                pullbacks.append(None)
+            elif keep_graph and single:
                 out, fn = vjp(side.function(side.chunks[0]), *params)
                 pullbacks.append(fn)
                 embeds.append(out.detach())
             else:
+                pullbacks.append(None)
                 with torch.no_grad():
                     embeds.append(
                         torch.cat([side.function(c)(*params) for c in side.chunks])
@@ -416,10 +456,16 @@ class AllPairsObjective:
         G, C = (G_P, G_Q), (C_P, C_Q)
         Q_all = self._all_items(Q)
         yhat = self.pattern.sampled_dot(P, Q_all).to(_F64)
-        self._state = _State(
-            x, P, Q, yhat, G, C, tuple(pullbacks) if pullbacks else None, Q_all=Q_all
-        )
+        self._state = _State(x, P, Q, yhat, G, C, tuple(pullbacks), Q_all=Q_all)
         return self._state
+
+    def _has_pullbacks(self, state: _State) -> bool:
+        """Whether every tower that needs a kept graph (not a table) has one."""
+        return all(
+            side.ids is not None
+            or (state.pullbacks is not None and state.pullbacks[s] is not None)
+            for s, side in enumerate(self.sides)
+        )
 
     def _check_embeddings(self, P: torch.Tensor, Q: torch.Tensor) -> None:
         for side, E in zip(self.sides, (P, Q), strict=True):
@@ -441,7 +487,10 @@ class AllPairsObjective:
             zip(self.sides, self.split(state.x), cotangents, strict=True)
         ):
             X = X.to(state.P.dtype)
-            if state.pullbacks is not None:
+            if side.ids is not None:
+                out.extend(_scatter_rows(params[0].detach(), side.ids, X))
+                continue
+            if state.pullbacks is not None and state.pullbacks[s] is not None:
                 out.extend(state.pullbacks[s](X))
                 continue
             total = None
@@ -477,6 +526,8 @@ class AllPairsObjective:
     def _push_forward(self, side: _Side, params, tangents) -> torch.Tensor:
         """``J d`` of one tower (forward mode), chunk by chunk."""
         tangents = tuple(tangents)
+        if side.ids is not None:
+            return tangents[0][side.ids]
         return torch.cat(
             [jvp(side.function(rows), params, tangents)[1] for rows in side.chunks]
         )
