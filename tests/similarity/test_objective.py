@@ -211,3 +211,39 @@ def test_hybrid_auto_starts_gauss_newton_from_the_als_tables():
     assert 1 <= len(warm["objective"]) <= 2
     assert warm["objective"][-1] < warm["objective"][0]
     assert tables.warm_start_history_ is None
+
+
+def test_plain_tables_take_the_gather_path_and_match_torch_func():
+    # A plain table that is its tower's only parameter is differentiated by
+    # gather / scatter-add; the same table behind a wrapper goes through
+    # torch.func. Both must give the same value, gradient and GN product.
+    from torch import nn
+
+    from embedopt.nn import EmbeddingTower
+
+    fast, prob, _ = make("table")
+    assert all(side.ids is not None for side in fast.sides)
+    ut, it = towers("table")
+    slow = AllPairsObjective(
+        nn.Sequential(ut),
+        nn.Sequential(it),
+        prob["pairs"],
+        omega=0.7,
+        user_weights=prob["a"],
+        item_weights=prob["b"],
+        imputation=prob["tilde"],
+        lam=0.1,
+    )
+    assert all(side.ids is None for side in slow.sides)
+    x = fast.initial_point()
+    fa, ga = fast.value_and_grad(x)
+    fb, gb = slow.value_and_grad(x)
+    assert fa == pytest.approx(fb, rel=1e-14) and _rel(ga, gb) < 1e-13
+    v = tuple(torch.randn_like(p) for p in x)
+    assert _rel(fast.gnvp(x, v), slow.gnvp(x, v)) < 1e-13
+    normalized = AllPairsObjective(
+        EmbeddingTower(M, K, normalize=True, dtype=torch.float64),
+        it,
+        prob["pairs"],
+    )
+    assert normalized.sides[0].ids is None  # unit rows: not a plain gather

@@ -259,29 +259,18 @@ def refine(
     if ridge is None:
         ridge = 1e-2 * float(torch.sqrt(torch.mean(y**2)))
     pat = problem.pattern
-    m, n = pat.shape
-    rows, cols = pat.row_indices(), pat.col_indices()
+    # Both orientations once: rows of A from the CSR structure, rows of B
+    # from the pattern's (cached) transposed structure.
     ones = torch.ones_like(y)
-    by_col = torch.argsort(cols * m + rows)
-    ccol = torch.zeros(n + 1, dtype=torch.int64, device=y.device)
-    ccol[1:] = torch.cumsum(torch.bincount(cols, minlength=n), 0)
-    crow = pat.crow.to(torch.int64)
+    by_row = (pat.crow.long(), pat.col.long(), ones, y)
+    tcrow, tcol, tperm = pat.transposed_structure()
+    by_col = (tcrow.long(), tcol.long(), ones, y[tperm])
     root = torch.sqrt(s.to(torch.float64))
     A, B = U.to(torch.float64) * root, V.to(torch.float64) * root
     prev = None
     for _ in range(n_sweeps):
-        A = sparse_normal_equations(
-            crow, cols.to(torch.int64), ones, y, B, ridge=ridge, what="refine"
-        )
-        B = sparse_normal_equations(
-            ccol,
-            rows[by_col].to(torch.int64),
-            ones,
-            y[by_col],
-            A,
-            ridge=ridge,
-            what="refine",
-        )
+        A = sparse_normal_equations(*by_row, B, ridge=ridge, what="refine")
+        B = sparse_normal_equations(*by_col, A, ridge=ridge, what="refine")
         fit = pat.sampled_dot(A, B)
         err = float(torch.sqrt(torch.mean((fit - y) ** 2)))
         if prev is not None and abs(prev - err) <= tol * max(prev, 1e-30):

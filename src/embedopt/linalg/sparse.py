@@ -125,18 +125,28 @@ class SparsePattern:
         storage and version), since a solver multiplies by the same sparse
         matrix several times per iteration.
         """
-        tcrow, tcol, tperm = self._transposed_structure()
+        tcrow, tcol, tperm = self.transposed_structure()
         key = (values.data_ptr(), values._version, values.dtype, values.numel())
         if self._tcache is None or self._tcache[0] != key:
             self._tcache = (key, values[tperm])
         return csr_tensor(tcrow, tcol, self._tcache[1], (self.shape[1], self.shape[0]))
 
-    def _transposed_structure(self):
-        """CSR structure of the transpose, built on first use.
+    def transposed_structure(self):
+        """CSR structure of the transpose (the CSC structure), built on first use.
 
-        Only the CUDA path (and :meth:`to_csr_transposed`) needs it; on the CPU
+        Only the CUDA path, :meth:`to_csr_transposed` and column-wise solvers
+        (row-by-row least squares on the columns) need it; on the CPU
         :meth:`rmatmul` works on the CSR arrays directly, which saves 16 bytes
         per observed entry.
+
+        Returns
+        -------
+        crow : torch.Tensor, shape (n + 1,)
+            Row pointers of the transpose (one row per column of the pattern).
+        col : torch.Tensor, shape (nnz,)
+            Its column indices (the pattern's rows), sorted within each row.
+        perm : torch.Tensor of int64, shape (nnz,)
+            ``values[perm]`` orders CSR-ordered values like the transpose.
         """
         if self._transpose is None:
             r_csr = self._csr_rows

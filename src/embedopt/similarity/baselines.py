@@ -612,7 +612,7 @@ class _ALS:
         ids = [
             self._table_ids(side, owner) for side in objective.sides
         ]  # validates both towers
-        csc = torch.argsort(cols * m + rows)
+        csc = pat.transposed_structure()[2]  # column-major order of the pairs
         self.sides = (
             _ALSSide(rows, cols, c, r, m, ids[0], 0),
             _ALSSide(cols[csc], rows[csc], c[csc], r[csc], n, ids[1], n_user),
