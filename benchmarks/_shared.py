@@ -185,6 +185,71 @@ def markdown_table(headers: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
+def _ratio(a, b) -> str:
+    return "" if a is None or b in (None, 0) else f"{a / b:.2f}"
+
+
+def _num(x) -> str:
+    if x is None:
+        return ""
+    return f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+def defaults_table(rows: list[dict]) -> str:
+    """Markdown table of defaults-vs-peer rows (issue 13) with ratios.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The rows of a ``<domain>/defaults.py`` ``rows()`` (keys ``estimator``,
+        ``dataset``, ``tuned_on``, ``metric``, ``lower_is_better``, ``ours``,
+        ``ours_seconds``, ``peer``, ``peer_value``, ``peer_seconds``,
+        ``n_seeds``, ``note``).
+
+    Returns
+    -------
+    str
+        Quality and time ratios are ours / peer (below 1 is better when lower
+        is better).
+    """
+    body = [
+        [
+            r["estimator"],
+            r["dataset"],
+            "yes" if r.get("tuned_on") else "no",
+            r["metric"] + (" (lower better)" if r.get("lower_is_better") else ""),
+            _num(r["ours"]),
+            r["peer"],
+            _num(r.get("peer_value")),
+            _ratio(r["ours"], r.get("peer_value")),
+            _num(r.get("ours_seconds")),
+            _num(r.get("peer_seconds")),
+            _ratio(r.get("ours_seconds"), r.get("peer_seconds")),
+            r.get("n_seeds", ""),
+            r.get("note", ""),
+        ]
+        for r in rows
+    ]
+    return markdown_table(
+        [
+            "estimator (defaults)",
+            "data",
+            "tuned on",
+            "metric",
+            "ours",
+            "peer (defaults)",
+            "peer",
+            "ratio",
+            "ours s",
+            "peer s",
+            "time ratio",
+            "seeds",
+            "note",
+        ],
+        body,
+    )
+
+
 def _jsonable(o):
     """Plain JSON values: NumPy scalars and arrays converted, NaN / inf as null."""
     import numpy as np

@@ -55,56 +55,6 @@ def run_domain(domain: str, args, out: Path) -> list[dict]:
     return rows
 
 
-def _ratio(a, b) -> str:
-    return "" if a is None or b in (None, 0) else f"{a / b:.2f}"
-
-
-def _num(x) -> str:
-    if x is None:
-        return ""
-    return f"{x:.4g}" if isinstance(x, float) else str(x)
-
-
-def table(rows: list[dict]) -> str:
-    """One Markdown table of every domain's rows."""
-    body = [
-        [
-            r["estimator"],
-            r["dataset"],
-            "yes" if r.get("tuned_on") else "no",
-            r["metric"] + (" (lower better)" if r.get("lower_is_better") else ""),
-            _num(r["ours"]),
-            r["peer"],
-            _num(r.get("peer_value")),
-            _ratio(r["ours"], r.get("peer_value")),
-            _num(r.get("ours_seconds")),
-            _num(r.get("peer_seconds")),
-            _ratio(r.get("ours_seconds"), r.get("peer_seconds")),
-            r.get("n_seeds", ""),
-            r.get("note", ""),
-        ]
-        for r in rows
-    ]
-    return _shared.markdown_table(
-        [
-            "estimator (defaults)",
-            "data",
-            "tuned on",
-            "metric",
-            "ours",
-            "peer (defaults)",
-            "peer",
-            "ratio",
-            "ours s",
-            "peer s",
-            "time ratio",
-            "seeds",
-            "note",
-        ],
-        body,
-    )
-
-
 def main():
     p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=int, default=None, help="seeds per problem")
@@ -118,7 +68,7 @@ def main():
             r.pop("runs", None)
             r["domain"] = domain
         rows += got
-    md = table(rows)
+    md = _shared.defaults_table(rows)
     print(md)
     _shared.write(
         "defaults" + ("_quick" if args.quick else ""),

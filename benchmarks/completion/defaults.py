@@ -209,42 +209,6 @@ def rows(quick: bool = False, seeds: int | None = None, python=None, data_dir=No
     return out
 
 
-def table(rs) -> str:
-    """Markdown table of :func:`rows` with ratios (ours / peer)."""
-    body = []
-    for r in rs:
-        pv, ps = r["peer_value"], r["peer_seconds"]
-        body.append(
-            [
-                r["dataset"],
-                "yes" if r["tuned_on"] else "no",
-                r["metric"],
-                f"{r['ours']:.4f}",
-                "" if pv is None else f"{pv:.4f}",
-                "" if pv is None else f"{r['ours'] / pv:.2f}",
-                f"{r['ours_seconds']:.1f}",
-                "" if ps is None else f"{ps:.1f}",
-                "" if ps is None else f"{r['ours_seconds'] / ps:.2f}",
-                r["note"],
-            ]
-        )
-    return _shared.markdown_table(
-        [
-            "data",
-            "tuned on",
-            "metric",
-            "ours",
-            "peer",
-            "ratio",
-            "ours s",
-            "peer s",
-            "time ratio",
-            "note",
-        ],
-        body,
-    )
-
-
 def main():
     p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=int, default=None)
@@ -257,7 +221,7 @@ def main():
     args = p.parse_args()
     _shared.setup(args)
     rs = rows(args.quick, args.seeds, args.peer_python, args.data_dir)
-    md = table(rs)
+    md = _shared.defaults_table(rs)
     print(md)
     _shared.write(
         "completion_defaults" + ("_quick" if args.quick else ""),
