@@ -51,6 +51,22 @@ def _fit(train, seed, **fit_kw):
     return model, time.perf_counter() - t0
 
 
+def _run(dataset, tuned, metric, ours, secs, model, peer_name, peer, key) -> dict:
+    """One seed's record: our value and fit, the peer's ``key`` (None if absent)."""
+    return dict(
+        dataset=dataset,
+        tuned_on=tuned,
+        metric=metric,
+        ours=ours,
+        ours_seconds=secs,
+        rank=model.rank_,
+        center=model.center_,
+        peer=peer_name,
+        peer_value=None if peer is None else peer[key],
+        peer_seconds=None if peer is None else peer["seconds"],
+    )
+
+
 def synthetic(name, seed, python, *, m, n, rank, noise, n_obs, half, tuned):
     """One synthetic problem: test NMSE on every unobserved entry."""
     rng = np.random.default_rng(seed)
@@ -88,17 +104,16 @@ def synthetic(name, seed, python, *, m, n, rank, noise, n_obs, half, tuned):
             ),
         )
     )
-    return dict(
-        dataset=name,
-        tuned_on=tuned,
-        metric="test NMSE (unobserved entries)",
-        ours=nmse,
-        ours_seconds=secs,
-        rank=model.rank_,
-        center=model.center_,
-        peer="fancyimpute SoftImpute()",
-        peer_value=None if peer is None else peer["nmse"],
-        peer_seconds=None if peer is None else peer["seconds"],
+    return _run(
+        name,
+        tuned,
+        "test NMSE (unobserved entries)",
+        nmse,
+        secs,
+        model,
+        "fancyimpute SoftImpute()",
+        peer,
+        "nmse",
     )
 
 
@@ -119,17 +134,16 @@ def movielens(variant, seed, python, data_dir, *, tuned):
         lo,
         hi,
     )
-    return dict(
-        dataset=f"MovieLens {variant} (80/20)",
-        tuned_on=tuned,
-        metric="test RMSE (stars)",
-        ours=rmse,
-        ours_seconds=secs,
-        rank=model.rank_,
-        center=model.center_,
-        peer="Surprise SVD()",
-        peer_value=None if peer is None else peer["rmse"],
-        peer_seconds=None if peer is None else peer["seconds"],
+    return _run(
+        f"MovieLens {variant} (80/20)",
+        tuned,
+        "test RMSE (stars)",
+        rmse,
+        secs,
+        model,
+        "Surprise SVD()",
+        peer,
+        "rmse",
     )
 
 
