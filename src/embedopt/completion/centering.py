@@ -215,13 +215,11 @@ def select_centering(
     for mode in ("global", "both"):
         cen = Centering(mode, reg=reg, n_sweeps=n_sweeps).fit(train)
         errors[mode] = (v - cen.offsets(validation.indices)) ** 2
-    best, z = "none", {}
-    for mode in ("both",):
-        d = errors[best] - errors[mode]
-        se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
-        mean = float(d.mean()) if d.size else 0.0
-        z[mode] = mean / se if se > 0 else (np.inf if mean > 0 else 0.0)
-        if z[mode] > z_min:
-            best = mode
+    # Paired test of the reduction in squared error from "none" to "both".
+    d = errors["none"] - errors["both"]
+    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
+    mean = float(d.mean()) if d.size else 0.0
+    z = {"both": mean / se if se > 0 else (np.inf if mean > 0 else 0.0)}
+    best = "both" if z["both"] > z_min else "none"
     mse = {k: float(e.mean()) if e.size else float("nan") for k, e in errors.items()}
     return CenteringSelection(best, mse, z)
