@@ -46,7 +46,7 @@ def add_arguments(p) -> None:
         help="tower kind of both sides",
     )
     p.add_argument(
-        "--n-components", type=int_type(1), default=32, help="embedding dimension"
+        "--n-components", type=int_type(1), default=64, help="embedding dimension"
     )
     p.add_argument(
         "--omega",

@@ -9,6 +9,7 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 import torch
+import torch.distributed as dist
 from torch import nn
 
 from .._core import (
@@ -35,6 +36,7 @@ from ..metrics import (
 )
 from ..nn import EmbeddingTower, MLPTower, SumTower
 from .losses import LOSSES
+from .distributed import DistributedAllPairsObjective
 from .objective import AllPairsObjective, popularity_weights
 from .solvers import SOLVERS
 
@@ -53,6 +55,12 @@ _ALS_TOL = 2e-4
 #: defaults), while the objective test stops after 17 at P@10 0.350 (0.351
 #: after the 20 iterations of the gradient test), without a warning.
 _GN_TOL = 1e-3
+#: Solvers that run on a process group: every process takes the same step
+#: from the group's sums (ALS and the stochastic solvers work on the local
+#: data structures of one process).
+_GROUP_SOLVERS = ("gauss_newton", "gradient_descent")
+#: The class of a process group, where this build of torch has one.
+_PROCESS_GROUP = getattr(dist, "ProcessGroup", None) if dist.is_available() else None
 
 
 def _ranking_metrics(ids: np.ndarray, relevant, k: int) -> dict:
@@ -139,6 +147,12 @@ class TwoTowerModel(BaseEstimator):
     verbose : int
     callback : callable, optional
         ``callback(state) -> bool | None`` once per outer iteration.
+    process_group : None, "default" or torch.distributed.ProcessGroup
+        Data-parallel training (see Notes): None trains in this process;
+        ``"default"`` spreads the work over the default process group
+        (``torch.distributed.init_process_group``, e.g. under ``torchrun``),
+        a group object over that group. Every process of the group calls
+        ``fit`` with the same data and parameters.
 
     Attributes
     ----------
@@ -165,13 +179,19 @@ class TwoTowerModel(BaseEstimator):
 
     Notes
     -----
-    Default choices (the paper's text stops before its experiments): k = 32,
+    Default choices (the paper's text stops before its experiments): k = 64,
     imputation 0 over the unobserved pairs, uniform weights, at most 20
     outer iterations of the ``"auto"`` solver, and omega = 0.2, lam = 10: the best
     held-out P@10 of a small grid (omega 0.01 to 1, lam 0.1 to 10) with
     embedding towers on MovieLens-100K implicit feedback, per-user 80/20
     split (P@10 0.341 after 10 iterations; omega 0.01: 0.236, omega 0.05:
     0.288, lam 0.1: 0.259; see ``benchmarks/similarity/README.md``).
+    k = 64 is the best of k in {32, 64, 96, 128} (omega 0.2, lam 10) on a
+    validation split inside the MovieLens-1M training pairs (P@10 0.1466,
+    0.1504, 0.1503, 0.1481; the split holds an eighth of the training
+    pairs, hence the low values) and is no worse on MovieLens-100K (0.1458
+    vs 0.1453); omega 0.1 / 0.5, lam 3 / 30 and popularity weights were
+    lower there. It doubles the fit time of k = 32.
 
     ALS runs inexact half-steps by default, 3 conjugate-gradient steps per
     row from the current tables (``cg_steps=3``; ``solver_options=
@@ -189,6 +209,19 @@ class TwoTowerModel(BaseEstimator):
     0.3585). One CG step per half-step is too few (ML-1M, 20 iterations:
     P@10 0.3548), two lose a little (0.3644 in 19 iterations, 1.7 s), four
     gain nothing (0.3655 in 18, 2.5 s).
+
+    With ``process_group``, the objective is a
+    :class:`~embedopt.similarity.DistributedAllPairsObjective`: each process
+    runs the towers on its shard of users and items and the pairs of its
+    users, and the value, gradient and Gauss-Newton products are summed over
+    the group, so every process takes the same steps and ends with the same
+    towers and embeddings (equal, up to rounding, to a one-process fit). Only
+    Gauss-Newton and gradient descent run on a group; ``solver="auto"`` then
+    means Gauss-Newton, after the ALS warm start of the id tables where the
+    towers have them (ALS has no data-parallel form here: every process runs
+    the same warm start, and the first process's result is broadcast). A
+    ``random_state`` that is not an int is replaced by a seed drawn on the
+    group's first process, so that the solvers' random probes agree.
 
     Examples
     --------
@@ -222,11 +255,20 @@ class TwoTowerModel(BaseEstimator):
         "dtype": ["dtype"],
         "verbose": [Interval(int, 0, None), "boolean"],
         "callback": ["callable", None],
+        "process_group": [
+            None,
+            Options(["default"]),
+            *(
+                [InstanceOf(_PROCESS_GROUP, "a torch.distributed.ProcessGroup")]
+                if _PROCESS_GROUP is not None
+                else []
+            ),
+        ],
     }
 
     def __init__(
         self,
-        n_components: int = 32,
+        n_components: int = 64,
         *,
         user_tower="auto",
         item_tower="auto",
@@ -248,6 +290,7 @@ class TwoTowerModel(BaseEstimator):
         dtype="float32",
         verbose: int = 0,
         callback=None,
+        process_group=None,
     ):
         self.n_components = n_components
         self.user_tower = user_tower
@@ -270,6 +313,7 @@ class TwoTowerModel(BaseEstimator):
         self.dtype = dtype
         self.verbose = verbose
         self.callback = callback
+        self.process_group = process_group
 
     # -- building --------------------------------------------------------------
     def _tower(self, spec, n: int, features, ctx, side: str) -> nn.Module:
@@ -296,16 +340,64 @@ class TwoTowerModel(BaseEstimator):
             MLPTower(features, k, hidden=self.hidden, normalize=False, **common),
         )
 
-    def _resolve_solver(self, user_tower, item_tower) -> str:
+    def _group(self):
+        """``(distributed, group)`` from ``process_group``, checked before any work."""
+        if self.process_group is None:
+            return False, None
+        owner = type(self).__name__
+        if not (dist.is_available() and dist.is_initialized()):
+            raise InvalidParameterError(
+                f"{owner}(process_group={self.process_group!r}) trains on a "
+                "torch.distributed process group, but none is initialized in this "
+                "process: call torch.distributed.init_process_group first (torchrun "
+                "sets up its environment), or leave process_group=None."
+            )
+        if self.solver != "auto" and SOLVERS.resolve_name(self.solver) not in (
+            _GROUP_SOLVERS
+        ):
+            raise InvalidParameterError(
+                f"{owner}: solver={self.solver!r} runs in one process only; with a "
+                f"process_group use one of {', '.join(map(repr, _GROUP_SOLVERS))} "
+                "or 'auto'."
+            )
+        return True, None if self.process_group == "default" else self.process_group
+
+    def _group_context(self, group):
+        """The fit context with one int seed on every process of ``group``.
+
+        The solvers draw random probes; processes that drew different ones
+        would take different steps and wait on each other's collectives.
+        """
+        seed = self.random_state
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            return resolve_fit_context(self)
+        device = "cuda" if dist.get_backend(group) == "nccl" else "cpu"
+        drawn = resolve_fit_context(self).random_state.numpy.integers(2**62)
+        value = torch.tensor([int(drawn)], dtype=torch.int64, device=device)
+        dist.broadcast(
+            value,
+            src=0 if group is None else dist.get_global_rank(group, 0),
+            group=group,
+        )
+        return resolve_fit_context(
+            random_state=int(value.item()),
+            device=self.device,
+            dtype=self.dtype,
+            owner=type(self).__name__,
+        )
+
+    def _resolve_solver(self, user_tower, item_tower, distributed: bool) -> str:
         if self.solver != "auto":
             return SOLVERS.resolve_name(self.solver)
+        if distributed:
+            return "gauss_newton"
         tables = all(
             isinstance(t, EmbeddingTower) and not t.normalize
             for t in (user_tower, item_tower)
         )
         return "als" if tables and self.loss == "square" else "gauss_newton"
 
-    def _warm_start(self, objective, user_tower, item_tower, data, ctx):
+    def _warm_start(self, weights, user_tower, item_tower, data, ctx):
         """ALS on the id tables of sum towers, then the MLPs start at zero.
 
         With ``solver="auto"`` and towers that have an id table (embedding
@@ -318,14 +410,14 @@ class TwoTowerModel(BaseEstimator):
         parts = [_table_part(t) for t in (user_tower, item_tower)]
         if None in parts or self.loss != "square":
             return None
-        a, b = objective.sides[0].weights, objective.sides[1].weights
+        a, b = weights
         tables = AllPairsObjective(
             *parts,
             data,
             omega=self.omega,
             lam=self.lam,
-            user_weights=a.cpu().numpy(),
-            item_weights=b.cpu().numpy(),
+            user_weights=a,
+            item_weights=b,
             imputation=self.imputation,
             imputed=self.imputed,
             chunk_size=self.chunk_size,
@@ -422,7 +514,8 @@ class TwoTowerModel(BaseEstimator):
             do not match the matrix, an empty matrix.
         """
         self._validate_params()
-        ctx = resolve_fit_context(self)
+        distributed, group = self._group()
+        ctx = self._group_context(group) if distributed else resolve_fit_context(self)
         shape = None
         if sp.issparse(interactions):
             shape = interactions.shape
@@ -467,7 +560,10 @@ class TwoTowerModel(BaseEstimator):
                 f"item tower {widths['item']}."
             )
         a, b = self._weights(data, m, n)
-        objective = AllPairsObjective(
+        make, where = AllPairsObjective, {}
+        if distributed:
+            make, where = DistributedAllPairsObjective, {"process_group": group}
+        objective = make(
             user_tower,
             item_tower,
             data,
@@ -479,19 +575,22 @@ class TwoTowerModel(BaseEstimator):
             imputation=self.imputation,
             imputed=self.imputed,
             chunk_size=self.chunk_size,
+            **where,
         )
         records: list[dict] = []
         callback = self.callback
         if validation is not None:
             callback = self._validation_callback(objective, validation, records)
         options = dict(self.solver_options or {})
-        self.solver_ = self._resolve_solver(user_tower, item_tower)
+        self.solver_ = self._resolve_solver(user_tower, item_tower, distributed)
         _check_solver_options(self.solver_, options, type(self).__name__)
         self.warm_start_history_ = None
         if self.solver == "auto" and self.solver_ == "gauss_newton":
             self.warm_start_history_ = self._warm_start(
-                objective, user_tower, item_tower, data, ctx
+                (a, b), user_tower, item_tower, data, ctx
             )
+            if distributed:  # bitwise one start, whatever each process's rounding
+                objective._broadcast_parameters()
         result = SOLVERS.get(self.solver_)(
             objective,
             objective.initial_point(),
