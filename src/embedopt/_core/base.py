@@ -67,6 +67,23 @@ class BaseEstimator:
             setattr(self, name, value)
         return self
 
+    def _store_params(self, arguments: dict[str, Any]) -> None:
+        """Store each ``__init__`` argument under its own name.
+
+        Every estimator's ``__init__`` only stores its arguments (DESIGN.md);
+        reading the names from the signature, the same list
+        :meth:`get_params` reads, keeps the two in lockstep, so a parameter
+        can neither be forgotten nor stored under a different name.
+
+        Parameters
+        ----------
+        arguments : dict
+            The ``__init__`` frame's ``locals()``; names that are not
+            parameters (``self``) are ignored.
+        """
+        for name in self._get_param_names():
+            setattr(self, name, arguments[name])
+
     def _validate_params(self) -> None:
         validate_params(
             type(self).__name__, self.get_params(), self._parameter_constraints

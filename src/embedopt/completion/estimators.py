@@ -585,28 +585,7 @@ class MatrixCompletion(_CompletionEstimator):
         verbose=0,
         callback=None,
     ):
-        self.lam = lam
-        self.loss = loss
-        self.solver = solver
-        self.max_rank = max_rank
-        self.max_iter = max_iter
-        self.tol = tol
-        self.lam_decay = lam_decay
-        self.power_iters = power_iters
-        self.postprocess = postprocess
-        self.center = center
-        self.scale = scale
-        self.center_reg = center_reg
-        self.n_lambdas = n_lambdas
-        self.lambda_min_ratio = lambda_min_ratio
-        self.patience = patience
-        self.validation_fraction = validation_fraction
-        self.refit = refit
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
+        self._store_params(locals())
 
     def _export(self, factors) -> None:
         self.factors_ = tuple(factors)
@@ -699,29 +678,7 @@ class TensorCompletion(_CompletionEstimator):
         verbose=0,
         callback=None,
     ):
-        self.lam = lam
-        self.mode_weights = mode_weights
-        self.loss = loss
-        self.solver = solver
-        self.max_rank = max_rank
-        self.max_iter = max_iter
-        self.tol = tol
-        self.lam_decay = lam_decay
-        self.power_iters = power_iters
-        self.postprocess = postprocess
-        self.center = center
-        self.scale = scale
-        self.center_reg = center_reg
-        self.n_lambdas = n_lambdas
-        self.lambda_min_ratio = lambda_min_ratio
-        self.patience = patience
-        self.validation_fraction = validation_fraction
-        self.refit = refit
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
+        self._store_params(locals())
 
     def _check_entries(self, entries: ObservedEntries) -> None:
         super()._check_entries(entries)

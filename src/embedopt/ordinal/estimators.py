@@ -261,29 +261,7 @@ class OrdinalEmbedding(BaseEstimator):
         verbose=0,
         callback=None,
     ):
-        self.n_components = n_components
-        self.loss = loss
-        self.solver = solver
-        self.epsilon = epsilon
-        self.relative_epsilon = relative_epsilon
-        self.batch_size = batch_size
-        self.update_frequency = update_frequency
-        self.learning_rate = learning_rate
-        self.max_iter = max_iter
-        self.tol = tol
-        self.output = output
-        self.module_epochs = module_epochs
-        self.learning_rate_decay = learning_rate_decay
-        self.lam = lam
-        self.mu = mu
-        self.alpha = alpha
-        self.margin = margin
-        self.init_scale = init_scale
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
+        self._store_params(locals())
 
     # -- fitting -----------------------------------------------------------------
     def fit(

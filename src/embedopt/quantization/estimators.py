@@ -172,26 +172,7 @@ class ProductQuantizer(BaseEstimator):
         verbose=0,
         callback=None,
     ):
-        self.n_subquantizers = n_subquantizers
-        self.n_centroids = n_centroids
-        self.rotation = rotation
-        self.rotation_init = rotation_init
-        self.max_iter = max_iter
-        self.n_rotation_steps = n_rotation_steps
-        self.learning_rate = learning_rate
-        self.step_rule = step_rule
-        self.kmeans_iter = kmeans_iter
-        self.init_kmeans_iter = init_kmeans_iter
-        self.refine_iter = refine_iter
-        self.init = init
-        self.metric = metric
-        self.tol = tol
-        self.batch_size = batch_size
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
+        self._store_params(locals())
 
     # -- fitting -----------------------------------------------------------------
     def fit(self, X, y=None, *, validation=None) -> ProductQuantizer:

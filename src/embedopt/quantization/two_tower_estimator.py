@@ -152,28 +152,7 @@ class TwoTowerRetrieval(BaseEstimator):
         verbose=0,
         callback=None,
     ):
-        self.n_components = n_components
-        self.hidden = hidden
-        self.n_subquantizers = n_subquantizers
-        self.n_centroids = n_centroids
-        self.rotation = rotation
-        self.loss = loss
-        self.margin = margin
-        self.temperature = temperature
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.rotation_learning_rate = rotation_learning_rate
-        self.warmup_steps = warmup_steps
-        self.n_steps = n_steps
-        self.distortion_weight = distortion_weight
-        self.warm_start_samples = warm_start_samples
-        self.warm_start_iter = warm_start_iter
-        self.log_every = log_every
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
+        self._store_params(locals())
 
     def fit(
         self,

@@ -241,21 +241,7 @@ class KernelLearning(BaseEstimator):
         verbose: int = 0,
         callback=None,
     ):
-        self.n_components = n_components
-        self.lam = lam
-        self.n_neighbors = n_neighbors
-        self.bandwidth = bandwidth
-        self.solver = solver
-        self.n_pairs = n_pairs
-        self.gamma = gamma
-        self.max_iter = max_iter
-        self.tol = tol
-        self.init_scale = init_scale
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
+        self._store_params(locals())
 
     def _pairs(self, n, must_link, cannot_link, y, ctx):
         if must_link is not None or cannot_link is not None:
@@ -487,19 +473,7 @@ class ColoredMVU(BaseEstimator):
         verbose: int = 0,
         callback=None,
     ):
-        self.n_components = n_components
-        self.n_neighbors = n_neighbors
-        self.lam = lam
-        self.solver = solver
-        self.gamma = gamma
-        self.max_iter = max_iter
-        self.tol = tol
-        self.init_scale = init_scale
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
+        self._store_params(locals())
 
     def fit(self, X, y=None) -> ColoredMVU:
         """Embed the patterns X, coloured by the labels y.

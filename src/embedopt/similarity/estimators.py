@@ -249,27 +249,7 @@ class TwoTowerModel(BaseEstimator):
         verbose: int = 0,
         callback=None,
     ):
-        self.n_components = n_components
-        self.user_tower = user_tower
-        self.item_tower = item_tower
-        self.hidden = hidden
-        self.loss = loss
-        self.omega = omega
-        self.lam = lam
-        self.imputation = imputation
-        self.imputed = imputed
-        self.weights = weights
-        self.solver = solver
-        self.max_iter = max_iter
-        self.tol = tol
-        self.solver_options = solver_options
-        self.chunk_size = chunk_size
-        self.eval_k = eval_k
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
+        self._store_params(locals())
 
     # -- building --------------------------------------------------------------
     def _tower(self, spec, n: int, features, ctx, side: str) -> nn.Module:
