@@ -21,6 +21,8 @@ from .random import RandomState, resolve_random_state
 from .registry import Registry, canonical_name
 from .threads import few_threads
 from .validation import (
+    PROGRESS_CONSTRAINTS,
+    RUN_CONSTRAINTS,
     InstanceOf,
     Interval,
     Options,
@@ -30,6 +32,8 @@ from .validation import (
 )
 
 __all__ = [
+    "PROGRESS_CONSTRAINTS",
+    "RUN_CONSTRAINTS",
     "BaseEstimator",
     "ConvergenceWarning",
     "DataValidationError",

@@ -84,6 +84,23 @@ class BaseEstimator:
         for name in self._get_param_names():
             setattr(self, name, arguments[name])
 
+    def _store_result(self, result, history: dict | None = None) -> None:
+        """Copy a solver's ``SolverResult`` to the fitted attributes.
+
+        Sets ``history_`` (``history`` where the estimator reshaped the
+        solver's), ``n_iter_`` and ``stop_reason_``, the attributes every
+        estimator exposes (DESIGN.md).
+
+        Parameters
+        ----------
+        result : SolverResult
+        history : dict, optional
+            Replaces ``result.history``.
+        """
+        self.history_ = result.history if history is None else history
+        self.n_iter_ = result.n_iter
+        self.stop_reason_ = result.stop_reason
+
     def _validate_params(self) -> None:
         validate_params(
             type(self).__name__, self.get_params(), self._parameter_constraints

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from .._core import (
+    RUN_CONSTRAINTS,
     BaseEstimator,
     DataValidationError,
     InstanceOf,
@@ -317,9 +318,7 @@ class _CompletionEstimator(BaseEstimator):
             )
         self._loss = loss
         self.shape_ = entries.shape
-        self.history_ = fitted.result.history
-        self.n_iter_ = fitted.result.n_iter
-        self.stop_reason_ = fitted.result.stop_reason
+        self._store_result(fitted.result)
         self._export(fitted.factors)
         return self
 
@@ -551,11 +550,7 @@ class MatrixCompletion(_CompletionEstimator):
         "patience": [Interval(int, 1, None), None],
         "validation_fraction": [Interval(float, 0, 1, closed="neither")],
         "refit": ["boolean"],
-        "random_state": ["random_state"],
-        "device": ["device"],
-        "dtype": ["dtype"],
-        "verbose": [Interval(int, 0, None), "boolean"],
-        "callback": ["callable", None],
+        **RUN_CONSTRAINTS,
     }
 
     @renamed_parameters(decay="lam_decay")

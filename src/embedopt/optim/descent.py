@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from .._core import InstanceOf, Interval, validated_params
+from .._core import PROGRESS_CONSTRAINTS, InstanceOf, Interval, validated_params
 from ..linalg.points import Point, as_tuple, norm, pack
 from .line_search import armijo_backtracking
 from .monitor import start_gradient_run
@@ -44,8 +44,7 @@ ARMIJO_GD_CONSTRAINTS = {
     "initial_step": [Interval(float, 0, None, closed="neither")],
     "growth": [Interval(float, 1, None)],
     "c1": [Interval(float, 0, 1, closed="neither")],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **PROGRESS_CONSTRAINTS,
 }
 
 

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import torch
 
-from .._core import Interval, Options, resolve_random_state, validated_params
+from .._core import (
+    PROGRESS_CONSTRAINTS,
+    Interval,
+    Options,
+    resolve_random_state,
+    validated_params,
+)
 from .finite_sum import FiniteSum, clip_batch_size, record_epoch
 from .line_search import armijo_backtracking
 from .monitor import IterationMonitor
@@ -26,8 +32,7 @@ _COMMON = {
     "learning_rate": [Interval(float, 0, None, closed="neither"), Options(["auto"])],
     "max_iter": [Interval(int, 1, None)],
     "tol": [Interval(float, 0, None)],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **PROGRESS_CONSTRAINTS,
     "evaluate": ["callable", None],
 }
 

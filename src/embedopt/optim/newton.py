@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 
 from .._core import (
+    PROGRESS_CONSTRAINTS,
     InstanceOf,
     Interval,
     InvalidParameterError,
@@ -59,8 +60,7 @@ NEWTON_CG_CONSTRAINTS = {
     "line_search": ["boolean"],
     "c1": [Interval(float, 0, 1, closed="neither")],
     "stop_on": [Options(["grad_norm", "objective"])],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **PROGRESS_CONSTRAINTS,
 }
 
 

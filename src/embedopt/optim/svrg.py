@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from .._core import (
+    PROGRESS_CONSTRAINTS,
     InstanceOf,
     Interval,
     Options,
@@ -65,8 +66,7 @@ SVRG_CONSTRAINTS = {
     "output": [Options(["last", "random"])],
     "module_epochs": [Interval(int, 1, None), None],
     "lazy": ["boolean"],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **PROGRESS_CONSTRAINTS,
     "evaluate": ["callable", None],
 }
 

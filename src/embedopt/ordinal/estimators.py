@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from .._core import (
+    RUN_CONSTRAINTS,
     BaseEstimator,
     DataValidationError,
     InstanceOf,
@@ -226,11 +227,8 @@ class OrdinalEmbedding(BaseEstimator):
         "alpha": [Interval(float, 0, None, closed="neither"), None],
         "margin": [Interval(float, 0, None), None],
         "init_scale": [Interval(float, 0, None, closed="neither"), None],
-        "random_state": ["random_state"],
-        "device": ["device"],
+        **RUN_CONSTRAINTS,
         "dtype": ["dtype", None],
-        "verbose": [Interval(int, 0, None), "boolean"],
-        "callback": ["callable", None],
     }
 
     @renamed_parameters(decay="learning_rate_decay")
@@ -314,11 +312,7 @@ class OrdinalEmbedding(BaseEstimator):
             init_scale=self.init_scale
             or _DEFAULT_INIT_SCALE.get(solver, DEFAULT_INIT_SCALE),
             validation=validation,
-            random_state=ctx.random_state,
-            device=ctx.device,
-            dtype=dtype,
-            verbose=self.verbose,
-            callback=self.callback,
+            **ctx.run_options(self, dtype=dtype),
         )
         if solver != "lbfgs":
             kwargs["learning_rate"] = self.learning_rate
@@ -336,9 +330,7 @@ class OrdinalEmbedding(BaseEstimator):
         self.embedding_tensor_ = result.x
         self.embedding_ = to_numpy(result.x).astype(np.float64)
         self.n_objects_ = comps.n_objects
-        self.history_ = result.history
-        self.n_iter_ = result.n_iter
-        self.stop_reason_ = result.stop_reason
+        self._store_result(result)
         self.solver_ = solver
         return self
 

@@ -210,11 +210,7 @@ class ProductQuantizer(BaseEstimator):
             init=self.init,
             tol=self.tol,
             validation=validation,
-            random_state=ctx.random_state,
-            device=ctx.device,
-            dtype=ctx.dtype,
-            verbose=self.verbose,
-            callback=self.callback,
+            **ctx.run_options(self),
             name=f"ProductQuantizer[{self.rotation}]",
         )
         R, cb = result.x.rotation, result.x.codebooks
@@ -224,9 +220,7 @@ class ProductQuantizer(BaseEstimator):
         self.codebooks_ = to_numpy(cb)
         self.n_features_in_ = int(R.shape[0])
         self.distortion_ = result.info["distortion"]
-        self.history_ = result.history
-        self.n_iter_ = result.n_iter
-        self.stop_reason_ = result.stop_reason
+        self._store_result(result)
         return self
 
     # -- encoding ----------------------------------------------------------------

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from .._core import (
+    RUN_CONSTRAINTS,
     DataValidationError,
     FitContext,
     InstanceOf,
@@ -103,11 +104,7 @@ SOLVER_CONSTRAINTS = {
     "refine_iter": [Interval(int, 0, None)],
     "init": [Options(KMEANS_INITS)],
     "tol": [Interval(float, 0, None)],
-    "random_state": ["random_state"],
-    "device": ["device"],
-    "dtype": ["dtype"],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **RUN_CONSTRAINTS,
 }
 
 

@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from .._core import (
+    PROGRESS_CONSTRAINTS,
     ConvergenceWarning,
     DataValidationError,
     Interval,
@@ -281,8 +282,7 @@ TWO_TOWER_CONSTRAINTS = {
     "warm_start_samples": [Interval(int, 1, None)],
     "warm_start_iter": [Interval(int, 1, None)],
     "log_every": [Interval(int, 1, None)],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **PROGRESS_CONSTRAINTS,
 }
 
 # What train_towers takes from the settings in every phase.

@@ -224,20 +224,14 @@ class TwoTowerRetrieval(BaseEstimator):
             warm_start_iter=self.warm_start_iter,
             log_every=self.log_every,
             warm_state=state,
-            random_state=ctx.random_state,
-            device=ctx.device,
-            dtype=ctx.dtype,
-            verbose=self.verbose,
-            callback=self.callback,
+            **ctx.run_options(self),
         )
         self.net_ = res.x
         self.shape_ = data.shape
         self.warm_state_ = res.info["warm_state"]
         self.warm_start_distortion_ = self.warm_state_["distortion"]
         self.warmup_history_ = self.warm_state_["warmup_history"]
-        self.history_ = res.history
-        self.n_iter_ = res.n_iter
-        self.stop_reason_ = res.stop_reason
+        self._store_result(res)
         return self
 
     # -- retrieval ---------------------------------------------------------------

@@ -15,6 +15,7 @@ import torch
 from scipy.cluster.vq import kmeans2
 
 from .._core import (
+    RUN_CONSTRAINTS,
     BaseEstimator,
     DataValidationError,
     Interval,
@@ -70,11 +71,7 @@ _SOLVE_CONSTRAINTS = {
     "max_iter": [Interval(int, 1, None)],
     "tol": [Interval(float, 0, None)],
     "init_scale": [Interval(float, 0, None, closed="neither")],
-    "random_state": ["random_state"],
-    "device": ["device"],
-    "dtype": ["dtype"],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **RUN_CONSTRAINTS,
 }
 
 
@@ -117,11 +114,7 @@ def _solve(estimator, problem, ctx):
             max_iter=estimator.max_iter,
             tol=estimator.tol,
             init_scale=estimator.init_scale,
-            random_state=ctx.random_state,
-            device=ctx.device,
-            dtype=ctx.dtype,
-            verbose=estimator.verbose,
-            callback=estimator.callback,
+            **ctx.run_options(estimator),
             **extra,
         )
     except (OverflowError, np.linalg.LinAlgError, torch.linalg.LinAlgError) as exc:
@@ -134,12 +127,6 @@ def _solve(estimator, problem, ctx):
             f"{estimator.init_scale!r} or lam={estimator.lam!r} is too large for "
             "the scale of the data; lower them or rescale X."
         ) from exc
-
-
-def _store_result(estimator, result) -> None:
-    estimator.history_ = result.history
-    estimator.n_iter_ = result.n_iter
-    estimator.stop_reason_ = result.stop_reason
 
 
 class KernelLearning(BaseEstimator):
@@ -309,7 +296,7 @@ class KernelLearning(BaseEstimator):
         self.embedding_ = to_numpy(V)
         self.objective_ = problem.value(V, V)
         self.must_link_, self.cannot_link_ = ml, cl
-        _store_result(self, result)
+        self._store_result(result)
         return self
 
     def kernel(self, i, j) -> np.ndarray:
@@ -519,7 +506,7 @@ class ColoredMVU(BaseEstimator):
         self.embedding_tensor_ = U * S
         self.embedding_ = to_numpy(self.embedding_tensor_)
         self.pairs_ = pairs
-        _store_result(self, result)
+        self._store_result(result)
         return self
 
     def fit_transform(self, X, y=None) -> np.ndarray:

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from .._core import (
+    RUN_CONSTRAINTS,
     BaseEstimator,
     DataValidationError,
     InstanceOf,
@@ -217,11 +218,7 @@ class TwoTowerModel(BaseEstimator):
         "solver_options": [InstanceOf(dict, "a dict"), None],
         "chunk_size": [Interval(int, 1, None), None],
         "eval_k": [Interval(int, 1, None)],
-        "random_state": ["random_state"],
-        "device": ["device"],
-        "dtype": ["dtype"],
-        "verbose": [Interval(int, 0, None), "boolean"],
-        "callback": ["callable", None],
+        **RUN_CONSTRAINTS,
     }
 
     def __init__(
@@ -491,9 +488,7 @@ class TwoTowerModel(BaseEstimator):
         if records and len(records) == result.n_iter:
             for key in records[0]:
                 history[key] = np.array([r[key] for r in records])
-        self.history_ = history
-        self.n_iter_ = result.n_iter
-        self.stop_reason_ = result.stop_reason
+        self._store_result(result, history)
         return self
 
     # -- using -----------------------------------------------------------------
