@@ -313,6 +313,32 @@ class _Setup:
     evaluate: object
 
 
+def setup_options(
+    loss, n_objects, init, init_scale, validation, random_state, device, dtype
+) -> dict:
+    """The keywords of :func:`setup` that every ordinal solver passes on as given.
+
+    Parameters
+    ----------
+    loss, n_objects, init, init_scale, validation, random_state, device, dtype
+        The solver's parameters of those names.
+
+    Returns
+    -------
+    dict
+    """
+    return {
+        "loss": loss,
+        "n_objects": n_objects,
+        "init": init,
+        "init_scale": init_scale,
+        "validation": validation,
+        "random_state": random_state,
+        "device": device,
+        "dtype": dtype,
+    }
+
+
 def setup(
     comparisons,
     n_components: int,
