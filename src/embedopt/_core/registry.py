@@ -183,6 +183,7 @@ def instance_or_named(
     Returns
     -------
     object
+        ``value`` itself, or a new object of the named entry.
 
     Raises
     ------
