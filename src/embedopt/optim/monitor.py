@@ -28,6 +28,7 @@ __all__ = [
     "IterationMonitor",
     "IterationState",
     "RelativeChange",
+    "solver_monitor",
     "start_gradient_run",
 ]
 
@@ -328,6 +329,49 @@ def _short(v) -> str:
     return str(v)
 
 
+def solver_monitor(
+    name: str,
+    max_iter: int,
+    tol: float,
+    verbose: int,
+    callback,
+    owner: str | None,
+    nonfinite_hint: str,
+    stopping: Callable[[History], bool] | None = None,
+) -> IterationMonitor:
+    """The monitor of a solver, from the parameters every solver takes.
+
+    Every solver loop has ``name``, ``max_iter``, ``tol``, ``verbose``,
+    ``callback`` and ``owner`` parameters that mean the same thing; each
+    adds only the hint its non-finite error gives and, optionally, its
+    stopping rule.
+
+    Parameters
+    ----------
+    name, max_iter, tol, verbose, callback, owner
+        The solver's parameters of those names (``owner`` None: ``name``).
+    nonfinite_hint : str
+        The likely cause a NaN or inf objective reports.
+    stopping : callable, optional
+        Stopping rule; default :class:`RelativeChange` of ``tol``.
+
+    Returns
+    -------
+    IterationMonitor
+        Not started.
+    """
+    return IterationMonitor(
+        name,
+        max_iter,
+        tol,
+        stopping=stopping,
+        verbose=verbose,
+        callback=callback,
+        owner=owner,
+        nonfinite_hint=nonfinite_hint,
+    )
+
+
 def start_gradient_run(
     objective,
     x0,
@@ -366,15 +410,8 @@ def start_gradient_run(
         stopping = RelativeChange(tol)
     else:
         stopping = lambda h: h.last("grad_norm") <= tol * ref["g0"]  # noqa: E731
-    monitor = IterationMonitor(
-        name,
-        max_iter,
-        tol,
-        stopping=stopping,
-        verbose=verbose,
-        callback=callback,
-        owner=owner,
-        nonfinite_hint=nonfinite_hint,
+    monitor = solver_monitor(
+        name, max_iter, tol, verbose, callback, owner, nonfinite_hint, stopping
     )
     monitor.start()
     x = clone(x0)

@@ -39,6 +39,7 @@ from .._core import (
 from ..linalg.rotations import orthogonality_error, reorthogonalize
 from ..optim import IterationMonitor, SolverResult
 from ..optim.givens import PairSelection
+from ..optim.monitor import solver_monitor
 from .codebooks import (
     check_n_subquantizers,
     decode,
@@ -384,14 +385,14 @@ def rotated_pq(
     X, Xv, R = _training_data(X, validation, rotation_init, M, K, ctx, gen, name)
     if learner is not None:
         learner.start(R)
-    monitor = IterationMonitor(
+    monitor = solver_monitor(
         name,
         max_iter,
         tol,
-        verbose=verbose,
-        callback=callback,
-        owner=name,
-        nonfinite_hint="the data may be badly scaled or the learning rate too large",
+        verbose,
+        callback,
+        name,
+        "the data may be badly scaled or the learning rate too large",
     )
     monitor.start()
     Xs = split(X @ R, M)
