@@ -373,31 +373,28 @@ def solver_monitor(
 
 
 def start_gradient_run(
-    objective,
-    x0,
-    *,
-    name: str,
-    max_iter: int,
-    tol: float,
-    verbose: int,
-    callback,
-    owner: str | None,
-    nonfinite_hint: str,
-    stop_on: str = "grad_norm",
+    objective, x0, monitor: IterationMonitor, stop_on: str = "grad_norm"
 ):
-    """Start a smooth solver: its monitor, and the value and gradient at x0.
+    """Start a smooth solver: its stopping rule, clock, and the value and
+    gradient at x0.
 
     The second-order and line-search solvers (:func:`~embedopt.optim.newton_cg`,
     :func:`~embedopt.optim.armijo_gradient_descent`) share one stopping rule,
     ``||grad f(x)|| <= tol ||grad f(x0)||`` on the ``grad_norm`` column
     (``stop_on="grad_norm"``), or the relative objective change of one
-    iteration below ``tol`` (``stop_on="objective"``, :class:`RelativeChange`),
-    and the same first evaluation.
+    iteration below ``tol`` (``stop_on="objective"``, :class:`RelativeChange`,
+    the monitor's default), and the same first evaluation.
+
+    Parameters
+    ----------
+    objective : Objective
+    x0 : Point
+    monitor : IterationMonitor
+        From :func:`solver_monitor`, not started; gets its stopping rule here.
+    stop_on : {"grad_norm", "objective"}
 
     Returns
     -------
-    monitor : IterationMonitor
-        Started.
     x : Point
         A copy of ``x0``.
     value : float
@@ -406,15 +403,11 @@ def start_gradient_run(
     from ..linalg.points import clone, norm
 
     ref = {}
-    if stop_on == "objective":
-        stopping = RelativeChange(tol)
-    else:
-        stopping = lambda h: h.last("grad_norm") <= tol * ref["g0"]  # noqa: E731
-    monitor = solver_monitor(
-        name, max_iter, tol, verbose, callback, owner, nonfinite_hint, stopping
-    )
+    if stop_on != "objective":
+        # the rule needs ||grad f(x0)||, known only after the first evaluation
+        monitor.stopping = lambda h: h.last("grad_norm") <= monitor.tol * ref["g0"]
     monitor.start()
     x = clone(x0)
     f, g = objective.value_and_grad(x)
     ref["g0"] = norm(g)
-    return monitor, x, float(f), g
+    return x, float(f), g
