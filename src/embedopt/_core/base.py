@@ -84,6 +84,23 @@ class BaseEstimator:
         for name in self._get_param_names():
             setattr(self, name, arguments[name])
 
+    def _param_values(self, names) -> dict[str, Any]:
+        """The values of the parameters ``names``, by name.
+
+        For the parameters an estimator hands to its solver unchanged, under
+        the same names: listing the names once keeps the call and the list
+        of forwarded parameters from drifting apart.
+
+        Parameters
+        ----------
+        names : iterable of str
+
+        Returns
+        -------
+        dict
+        """
+        return {name: getattr(self, name) for name in names}
+
     def _store_result(self, result, history: dict | None = None) -> None:
         """Copy a solver's ``SolverResult`` to the fitted attributes.
 

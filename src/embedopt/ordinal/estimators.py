@@ -316,7 +316,7 @@ class OrdinalEmbedding(BaseEstimator):
         )
         if solver != "lbfgs":
             kwargs["learning_rate"] = self.learning_rate
-        kwargs.update({k: getattr(self, k) for k in _SOLVER_PARAMS[solver]})
+        kwargs.update(self._param_values(_SOLVER_PARAMS[solver]))
         if (
             self.update_frequency is None
             and solver in _DEFAULT_UPDATE_FRACTION

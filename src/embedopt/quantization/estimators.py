@@ -23,6 +23,23 @@ from .solvers import SOLVER_CONSTRAINTS, as_vectors, fit_product_quantizer
 
 __all__ = ["ROTATIONS", "ProductQuantizer"]
 
+#: The parameters ProductQuantizer hands to fit_product_quantizer unchanged.
+_SOLVER_PARAMS = (
+    "n_subquantizers",
+    "n_centroids",
+    "rotation",
+    "n_rotation_steps",
+    "learning_rate",
+    "step_rule",
+    "refine_iter",
+    "rotation_init",
+    "max_iter",
+    "kmeans_iter",
+    "init_kmeans_iter",
+    "init",
+    "tol",
+)
+
 
 def _codes_dtype(K: int):
     return np.uint8 if K <= 256 else np.uint16
@@ -196,19 +213,7 @@ class ProductQuantizer(BaseEstimator):
         ctx = resolve_fit_context(self)
         result = fit_product_quantizer(
             X,
-            n_subquantizers=self.n_subquantizers,
-            n_centroids=self.n_centroids,
-            rotation=self.rotation,
-            n_rotation_steps=self.n_rotation_steps,
-            learning_rate=self.learning_rate,
-            step_rule=self.step_rule,
-            refine_iter=self.refine_iter,
-            rotation_init=self.rotation_init,
-            max_iter=self.max_iter,
-            kmeans_iter=self.kmeans_iter,
-            init_kmeans_iter=self.init_kmeans_iter,
-            init=self.init,
-            tol=self.tol,
+            **self._param_values(_SOLVER_PARAMS),
             validation=validation,
             **ctx.run_options(self),
             name=f"ProductQuantizer[{self.rotation}]",

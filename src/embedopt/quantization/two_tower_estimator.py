@@ -30,6 +30,27 @@ from .two_tower import TWO_TOWER_CONSTRAINTS, train_two_tower_index
 
 __all__ = ["TwoTowerRetrieval"]
 
+#: The parameters TwoTowerRetrieval hands to train_two_tower_index unchanged.
+_TRAIN_PARAMS = (
+    "n_components",
+    "hidden",
+    "n_subquantizers",
+    "n_centroids",
+    "rotation",
+    "loss",
+    "margin",
+    "temperature",
+    "batch_size",
+    "learning_rate",
+    "rotation_learning_rate",
+    "warmup_steps",
+    "n_steps",
+    "distortion_weight",
+    "warm_start_samples",
+    "warm_start_iter",
+    "log_every",
+)
+
 
 class TwoTowerRetrieval(BaseEstimator):
     """Two-tower retrieval model with a trainable PQ index (Jiang et al., Sec. 3.2).
@@ -206,23 +227,7 @@ class TwoTowerRetrieval(BaseEstimator):
             data,
             user_features,
             item_features,
-            n_components=self.n_components,
-            hidden=self.hidden,
-            n_subquantizers=self.n_subquantizers,
-            n_centroids=self.n_centroids,
-            rotation=self.rotation,
-            loss=self.loss,
-            margin=self.margin,
-            temperature=self.temperature,
-            batch_size=self.batch_size,
-            learning_rate=self.learning_rate,
-            rotation_learning_rate=self.rotation_learning_rate,
-            warmup_steps=self.warmup_steps,
-            n_steps=self.n_steps,
-            distortion_weight=self.distortion_weight,
-            warm_start_samples=self.warm_start_samples,
-            warm_start_iter=self.warm_start_iter,
-            log_every=self.log_every,
+            **self._param_values(_TRAIN_PARAMS),
             warm_state=state,
             **ctx.run_options(self),
         )

@@ -106,7 +106,7 @@ def _check_rank(estimator, n: int) -> None:
 def _solve(estimator, problem, ctx):
     """The one solver call of an sdp estimator's fit (its parameters, its context)."""
     name = SOLVERS.resolve_name(estimator.solver)
-    extra = {k: getattr(estimator, k) for k in _SOLVER_PARAMS[name]}
+    extra = estimator._param_values(_SOLVER_PARAMS[name])
     try:
         return SOLVERS.get(name)(
             problem,
