@@ -6,6 +6,7 @@ import copy
 import inspect
 from typing import Any, ClassVar
 
+from .context import FitContext, resolve_fit_context
 from .exceptions import NotFittedError
 from .validation import validate_params
 
@@ -83,6 +84,18 @@ class BaseEstimator:
         """
         for name in self._get_param_names():
             setattr(self, name, arguments[name])
+
+    def _start_fit(self) -> FitContext:
+        """The first two steps of every ``fit``: check the parameters, then
+        resolve ``random_state``, ``device`` and ``dtype`` (DESIGN.md: before
+        any work, once).
+
+        Returns
+        -------
+        FitContext
+        """
+        self._validate_params()
+        return resolve_fit_context(self)
 
     def _param_values(self, names) -> dict[str, Any]:
         """The values of the parameters ``names``, by name.

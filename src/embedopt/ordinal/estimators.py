@@ -17,7 +17,6 @@ from .._core import (
     as_array,
     check_is_fitted,
     renamed_parameters,
-    resolve_fit_context,
     to_numpy,
 )
 from ..data import as_comparisons, as_quadruplets
@@ -288,8 +287,7 @@ class OrdinalEmbedding(BaseEstimator):
         -------
         self
         """
-        self._validate_params()
-        ctx = resolve_fit_context(self)
+        ctx = self._start_fit()
         owner = type(self).__name__
         comps = as_comparisons(X, y, n_objects=n_objects, owner=owner)
         solver = resolve_solver(self.solver, len(comps))

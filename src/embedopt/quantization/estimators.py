@@ -14,7 +14,6 @@ from .._core import (
     Options,
     as_array,
     check_is_fitted,
-    resolve_fit_context,
     to_numpy,
 )
 from .codebooks import adc_search, decode, lloyd, split
@@ -209,8 +208,7 @@ class ProductQuantizer(BaseEstimator):
         -------
         self
         """
-        self._validate_params()
-        ctx = resolve_fit_context(self)
+        ctx = self._start_fit()
         result = fit_product_quantizer(
             X,
             **self._param_values(_SOLVER_PARAMS),

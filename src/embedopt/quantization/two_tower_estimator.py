@@ -20,7 +20,6 @@ from .._core import (
     as_array,
     check_is_fitted,
     renamed_parameters,
-    resolve_fit_context,
     to_numpy,
     validate_params,
 )
@@ -210,8 +209,7 @@ class TwoTowerRetrieval(BaseEstimator):
         -------
         self
         """
-        self._validate_params()
-        ctx = resolve_fit_context(self)
+        ctx = self._start_fit()
         data = as_interactions(X, shape)
         state = None
         if warm_start_from is not None:

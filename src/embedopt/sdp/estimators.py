@@ -25,7 +25,6 @@ from .._core import (
     as_array,
     check_is_fitted,
     check_param,
-    resolve_fit_context,
     resolve_random_state,
     to_numpy,
 )
@@ -101,6 +100,16 @@ def _check_rank(estimator, n: int) -> None:
             f"The 'n_components' parameter of {type(estimator).__name__} must be an "
             f"int in [1, n] = [1, {n}]. Got {estimator.n_components}."
         )
+
+
+def _start(estimator, X):
+    """The prologue of both fits: checked parameters and context, the features
+    as a tensor, their number n, and n_components checked against it."""
+    ctx = estimator._start_fit()
+    feats = _features(X)
+    n = feats.shape[0]
+    _check_rank(estimator, n)
+    return ctx, feats, n
 
 
 def _solve(estimator, problem, ctx):
@@ -271,11 +280,7 @@ class KernelLearning(BaseEstimator):
             NaN features, pairs out of range, self-pairs, duplicate pairs, a
             pair both must-link and cannot-link, no pairs and no labels.
         """
-        self._validate_params()
-        ctx = resolve_fit_context(self)
-        feats = _features(X)
-        n = feats.shape[0]
-        _check_rank(self, n)
+        ctx, feats, n = _start(self, X)
         # the pairs are checked before the kNN graph, the first real work
         ml, cl = check_pairs(*self._pairs(n, must_link, cannot_link, y, ctx), n)
         if len(ml) + len(cl) == 0:
@@ -482,11 +487,7 @@ class ColoredMVU(BaseEstimator):
         DataValidationError
             NaN features, y not of length n, ``n_neighbors >= n``.
         """
-        self._validate_params()
-        ctx = resolve_fit_context(self)
-        feats = _features(X)
-        n = feats.shape[0]
-        _check_rank(self, n)
+        ctx, feats, n = _start(self, X)
         labels = None
         if y is not None:
             labels = one_hot_labels(_labels(y, n))

@@ -23,7 +23,6 @@ from .._core import (
     check_is_fitted,
     check_memory,
     check_param,
-    resolve_fit_context,
     to_numpy,
 )
 from ..data import Interactions, as_interactions, as_side_features
@@ -398,8 +397,7 @@ class TwoTowerModel(BaseEstimator):
             Indices out of range, NaN labels or features, feature rows that
             do not match the matrix, an empty matrix.
         """
-        self._validate_params()
-        ctx = resolve_fit_context(self)
+        ctx = self._start_fit()
         shape = None
         if sp.issparse(interactions):
             shape = interactions.shape
