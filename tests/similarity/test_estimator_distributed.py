@@ -19,7 +19,10 @@ def _data():
     rng = np.random.default_rng(3)
     users = rng.integers(0, M_USERS, 60)
     items = rng.integers(0, N_ITEMS, 60)
-    user_features = {"age": rng.normal(size=(M_USERS, 1)), "group": rng.integers(0, 3, M_USERS)}
+    user_features = {
+        "age": rng.normal(size=(M_USERS, 1)),
+        "group": rng.integers(0, 3, M_USERS),
+    }
     item_features = {"genre": rng.integers(0, 4, N_ITEMS)}
     return (users, items), user_features, item_features
 

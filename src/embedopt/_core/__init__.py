@@ -16,11 +16,13 @@ from .exceptions import (
     NumericalInstabilityError,
 )
 from .log import get_logger
-from .memory import check_memory, device_memory, format_bytes
+from .memory import check_memory, check_tensor_memory, device_memory, format_bytes
 from .random import RandomState, resolve_random_state
-from .registry import Registry, canonical_name
+from .registry import Registry, canonical_name, instance_or_named
 from .threads import few_threads
 from .validation import (
+    PROGRESS_CONSTRAINTS,
+    RUN_CONSTRAINTS,
     InstanceOf,
     Interval,
     Options,
@@ -30,6 +32,8 @@ from .validation import (
 )
 
 __all__ = [
+    "PROGRESS_CONSTRAINTS",
+    "RUN_CONSTRAINTS",
     "BaseEstimator",
     "ConvergenceWarning",
     "DataValidationError",
@@ -50,11 +54,13 @@ __all__ = [
     "check_is_fitted",
     "check_memory",
     "check_param",
+    "check_tensor_memory",
     "clone",
     "device_memory",
     "few_threads",
     "format_bytes",
     "get_logger",
+    "instance_or_named",
     "renamed_parameters",
     "resolve_device",
     "resolve_dtype",

@@ -6,6 +6,7 @@ import copy
 import inspect
 from typing import Any, ClassVar
 
+from .context import FitContext, resolve_fit_context
 from .exceptions import NotFittedError
 from .validation import validate_params
 
@@ -66,6 +67,69 @@ class BaseEstimator:
                 )
             setattr(self, name, value)
         return self
+
+    def _store_params(self, arguments: dict[str, Any]) -> None:
+        """Store each ``__init__`` argument under its own name.
+
+        Every estimator's ``__init__`` only stores its arguments (DESIGN.md);
+        reading the names from the signature, the same list
+        :meth:`get_params` reads, keeps the two in lockstep, so a parameter
+        can neither be forgotten nor stored under a different name.
+
+        Parameters
+        ----------
+        arguments : dict
+            The ``__init__`` frame's ``locals()``; names that are not
+            parameters (``self``) are ignored.
+        """
+        for name in self._get_param_names():
+            setattr(self, name, arguments[name])
+
+    def _start_fit(self) -> FitContext:
+        """The first two steps of every ``fit``: check the parameters, then
+        resolve ``random_state``, ``device`` and ``dtype`` (DESIGN.md: before
+        any work, once).
+
+        Returns
+        -------
+        FitContext
+        """
+        self._validate_params()
+        return resolve_fit_context(self)
+
+    def _param_values(self, names) -> dict[str, Any]:
+        """The values of the parameters ``names``, by name.
+
+        For the parameters an estimator hands to its solver unchanged, under
+        the same names: listing the names once keeps the call and the list
+        of forwarded parameters from drifting apart.
+
+        Parameters
+        ----------
+        names : iterable of str
+
+        Returns
+        -------
+        dict
+        """
+        return {name: getattr(self, name) for name in names}
+
+    def _store_result(self, result, history: dict | None = None) -> None:
+        """Copy a solver's ``SolverResult`` to the fitted attributes.
+
+        Sets ``history_`` (``history`` where the estimator reshaped the
+        solver's), ``n_iter_`` and ``stop_reason_``, the attributes every
+        estimator exposes (DESIGN.md).
+
+        Parameters
+        ----------
+        result : SolverResult
+        history : dict, optional
+            Replaces ``result.history``.
+        """
+        self.history_ = result.history if history is None else history
+        self.n_iter_ = result.n_iter
+        self.stop_reason_ = result.stop_reason
 
     def _validate_params(self) -> None:
         validate_params(

@@ -38,6 +38,34 @@ class FitContext:
         """The torch generator on :attr:`device`."""
         return self.random_state.torch(self.device)
 
+    def run_options(self, estimator, **overrides) -> dict:
+        """The run keywords an estimator passes to its solver.
+
+        Every solver takes ``random_state``, ``device``, ``dtype``, ``verbose``
+        and ``callback``: the first three resolved here, the last two the
+        estimator's own parameters.
+
+        Parameters
+        ----------
+        estimator : object
+            Has ``verbose`` and ``callback`` attributes.
+        **overrides
+            Values that replace the resolved ones (e.g. a solver-dependent
+            ``dtype``).
+
+        Returns
+        -------
+        dict
+        """
+        options = {
+            "random_state": self.random_state,
+            "device": self.device,
+            "dtype": self.dtype,
+            "verbose": estimator.verbose,
+            "callback": estimator.callback,
+        }
+        return {**options, **overrides}
+
 
 def resolve_fit_context(
     estimator=None,

@@ -15,9 +15,15 @@ import os
 
 import torch
 
+from .device import resolve_device, resolve_dtype
 from .exceptions import DataValidationError
 
-__all__ = ["check_memory", "device_memory", "format_bytes"]
+__all__ = [
+    "check_memory",
+    "check_tensor_memory",
+    "device_memory",
+    "format_bytes",
+]
 
 
 def device_memory(device: torch.device) -> int | None:
@@ -92,3 +98,30 @@ def check_memory(
         f"the {format_bytes(total)} of memory of the {device.type} device."
         + (f" {hint}" if hint else "")
     )
+
+
+def check_tensor_memory(
+    owner: str, n_elements: int, device, dtype, what: str, hint: str = ""
+) -> None:
+    """:func:`check_memory` for ``n_elements`` numbers of ``dtype``.
+
+    Solvers check their state before they resolve device and dtype, so both
+    are taken as given by the user and resolved here.
+
+    Parameters
+    ----------
+    owner : str
+    n_elements : int
+        How many numbers the state holds at least.
+    device : {"auto", "cpu", "cuda", "cuda:N"} or torch.device
+    dtype : {"float32", "float64"}, torch or numpy dtype, or None (float32)
+    what, hint : str
+        As in :func:`check_memory`.
+
+    Raises
+    ------
+    DataValidationError
+        When the device's memory is known and smaller than the state.
+    """
+    itemsize = torch.empty((), dtype=resolve_dtype(dtype)).element_size()
+    check_memory(owner, n_elements * itemsize, resolve_device(device), what, hint)

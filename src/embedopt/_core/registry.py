@@ -23,7 +23,7 @@ from typing import Any
 
 from .exceptions import InvalidParameterError
 
-__all__ = ["Registry", "canonical_name"]
+__all__ = ["Registry", "canonical_name", "instance_or_named"]
 
 
 def canonical_name(name: str) -> str:
@@ -151,3 +151,51 @@ class Registry(Mapping):
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {list(self._entries)})"
+
+
+def instance_or_named(
+    value: Any,
+    base: type,
+    entries: Mapping[str, Callable[..., Any]],
+    parameter: str,
+    described: str,
+    **params: Any,
+) -> Any:
+    """A strategy object given as an instance of ``base`` or by name.
+
+    Losses, regularizers and pair-selection rules are accepted either way;
+    a name builds a fresh object with ``params``.
+
+    Parameters
+    ----------
+    value : object
+        An instance of ``base`` (returned as is) or a key of ``entries``.
+    base : type
+    entries : mapping or Registry
+        Classes (or factories) by name.
+    parameter : str
+        Name of the user's parameter, for the error message.
+    described : str
+        How the message names the instance alternative (``"a Loss instance"``).
+    **params
+        Constructor arguments of a named entry.
+
+    Returns
+    -------
+    object
+        ``value`` itself, or a new object of the named entry.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``value`` is neither an instance nor a known name.
+    """
+    if isinstance(value, base):
+        return value
+    if isinstance(value, str) and value in entries:
+        return entries[value](**params)
+    names = ", ".join(repr(k) for k in entries)
+    raise InvalidParameterError(
+        f"The '{parameter}' parameter must be a str among {{{names}}} or "
+        f"{described}. Got {value!r}."
+    )

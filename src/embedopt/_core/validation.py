@@ -25,6 +25,8 @@ import torch
 from .exceptions import InvalidParameterError
 
 __all__ = [
+    "PROGRESS_CONSTRAINTS",
+    "RUN_CONSTRAINTS",
     "InstanceOf",
     "Interval",
     "Options",
@@ -248,6 +250,24 @@ def check_param(owner: str, name: str, value: Any, constraints: list) -> None:
         f"The {name!r} parameter of {owner} must be {_join([str(c) for c in cons])}."
         f" Got {value!r}."
     )
+
+
+#: Constraints of ``verbose`` and ``callback``, the progress reporting that
+#: every solver loop and estimator offers (DESIGN.md's one callback protocol).
+PROGRESS_CONSTRAINTS = {
+    "verbose": [Interval(int, 0, None), "boolean"],
+    "callback": ["callable", None],
+}
+#: Constraints of the run parameters every estimator and most solvers share:
+#: ``random_state``, ``device``, ``dtype``, then :data:`PROGRESS_CONSTRAINTS`.
+#: Spread it last into a constraints dict; a key written after the spread
+#: (``"dtype": ["dtype", None]``) overrides it in place.
+RUN_CONSTRAINTS = {
+    "random_state": ["random_state"],
+    "device": ["device"],
+    "dtype": ["dtype"],
+    **PROGRESS_CONSTRAINTS,
+}
 
 
 def validate_params(

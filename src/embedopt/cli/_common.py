@@ -326,6 +326,28 @@ def add_output_options(p, plot: str = "the convergence plot") -> None:
     )
 
 
+def fit_options(args) -> dict:
+    """The estimator keywords of :func:`add_run_options`' options.
+
+    ``--tol``, ``--seed``, ``--device`` and ``--dtype`` reach every command's
+    estimator as ``tol``, ``random_state``, ``device`` and ``dtype``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+
+    Returns
+    -------
+    dict
+    """
+    return {
+        "tol": args.tol,
+        "random_state": args.seed,
+        "device": args.device,
+        "dtype": args.dtype,
+    }
+
+
 # -- reading data --------------------------------------------------------------------
 def header_lines(path) -> int:
     """1 when the first line of a CSV file is a header (not all numbers), else 0."""

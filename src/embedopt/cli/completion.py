@@ -10,6 +10,7 @@ from ._common import (
     CommandError,
     add_data_options,
     add_run_options,
+    fit_options,
     fit_recording,
     float_type,
     int_type,
@@ -180,11 +181,8 @@ def run(args) -> int:
         center=args.center,
         postprocess=pp,
         max_iter=args.max_iter,
-        tol=args.tol,
         refit=False,
-        random_state=args.seed,
-        device=args.device,
-        dtype=args.dtype,
+        **fit_options(args),
     )
     train, val = data["train"], data["val"]
     print(

@@ -8,6 +8,7 @@ from ._common import (
     CommandError,
     add_data_options,
     add_run_options,
+    fit_options,
     fit_recording,
     float_type,
     int_type,
@@ -207,10 +208,7 @@ def _model(args, p):
         relative_epsilon=not args.absolute_epsilon,
         learning_rate=lr,
         max_iter=args.max_iter,
-        tol=args.tol,
-        random_state=args.seed,
-        device=args.device,
-        dtype=args.dtype,
+        **fit_options(args),
         **extra,
     )
 

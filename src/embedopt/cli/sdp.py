@@ -10,6 +10,7 @@ from ._common import (
     CommandError,
     add_data_dir_option,
     add_run_options,
+    fit_options,
     fit_recording,
     float_type,
     int_type,
@@ -213,10 +214,7 @@ def _make_model(args):
         n_neighbors=args.n_neighbors,
         solver=args.solver,
         max_iter=args.max_iter,
-        tol=args.tol,
-        random_state=args.seed,
-        device=args.device,
-        dtype=args.dtype,
+        **fit_options(args),
     )
     if args.problem == "cmvu":
         return ColoredMVU(args.rank or 2, **common)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._common import (
     add_data_dir_option,
     add_run_options,
+    fit_options,
     fit_recording,
     float_type,
     int_type,
@@ -98,7 +99,7 @@ def run(args) -> int:
     train, test, users, items = _load(args)
     kw = {
         k: getattr(args, k)
-        for k in ("omega", "lam", "max_iter", "tol")
+        for k in ("omega", "lam", "max_iter")
         if getattr(args, k) is not None
     }
     model = TwoTowerModel(
@@ -107,9 +108,7 @@ def run(args) -> int:
         item_tower=args.towers,
         solver=args.solver,
         eval_k=args.k,
-        random_state=args.seed,
-        device=args.device,
-        dtype=args.dtype,
+        **fit_options(args),  # tol=None (no --tol) is the model's default
         **kw,
     )
     feats = args.towers != "embedding"

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from .._core import (
+    RUN_CONSTRAINTS,
     BaseEstimator,
     DataValidationError,
     InstanceOf,
@@ -317,9 +318,7 @@ class _CompletionEstimator(BaseEstimator):
             )
         self._loss = loss
         self.shape_ = entries.shape
-        self.history_ = fitted.result.history
-        self.n_iter_ = fitted.result.n_iter
-        self.stop_reason_ = fitted.result.stop_reason
+        self._store_result(fitted.result)
         self._export(fitted.factors)
         return self
 
@@ -551,11 +550,7 @@ class MatrixCompletion(_CompletionEstimator):
         "patience": [Interval(int, 1, None), None],
         "validation_fraction": [Interval(float, 0, 1, closed="neither")],
         "refit": ["boolean"],
-        "random_state": ["random_state"],
-        "device": ["device"],
-        "dtype": ["dtype"],
-        "verbose": [Interval(int, 0, None), "boolean"],
-        "callback": ["callable", None],
+        **RUN_CONSTRAINTS,
     }
 
     @renamed_parameters(decay="lam_decay")
@@ -585,28 +580,7 @@ class MatrixCompletion(_CompletionEstimator):
         verbose=0,
         callback=None,
     ):
-        self.lam = lam
-        self.loss = loss
-        self.solver = solver
-        self.max_rank = max_rank
-        self.max_iter = max_iter
-        self.tol = tol
-        self.lam_decay = lam_decay
-        self.power_iters = power_iters
-        self.postprocess = postprocess
-        self.center = center
-        self.scale = scale
-        self.center_reg = center_reg
-        self.n_lambdas = n_lambdas
-        self.lambda_min_ratio = lambda_min_ratio
-        self.patience = patience
-        self.validation_fraction = validation_fraction
-        self.refit = refit
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
+        self._store_params(locals())
 
     def _export(self, factors) -> None:
         self.factors_ = tuple(factors)
@@ -699,29 +673,7 @@ class TensorCompletion(_CompletionEstimator):
         verbose=0,
         callback=None,
     ):
-        self.lam = lam
-        self.mode_weights = mode_weights
-        self.loss = loss
-        self.solver = solver
-        self.max_rank = max_rank
-        self.max_iter = max_iter
-        self.tol = tol
-        self.lam_decay = lam_decay
-        self.power_iters = power_iters
-        self.postprocess = postprocess
-        self.center = center
-        self.scale = scale
-        self.center_reg = center_reg
-        self.n_lambdas = n_lambdas
-        self.lambda_min_ratio = lambda_min_ratio
-        self.patience = patience
-        self.validation_fraction = validation_fraction
-        self.refit = refit
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
+        self._store_params(locals())
 
     def _check_entries(self, entries: ObservedEntries) -> None:
         super()._check_entries(entries)

@@ -13,7 +13,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .._core import DataValidationError, InvalidParameterError, Registry
+from .._core import (
+    DataValidationError,
+    Registry,
+    instance_or_named,
+)
 
 __all__ = [
     "LOSSES",
@@ -146,11 +150,4 @@ def get_loss(loss) -> Loss:
     -------
     Loss
     """
-    if isinstance(loss, Loss):
-        return loss
-    if isinstance(loss, str) and loss in LOSSES:
-        return LOSSES.get(loss)()
-    raise InvalidParameterError(
-        "The 'loss' parameter must be a str among {'square', 'logistic', "
-        f"'squared_hinge'}} or a Loss instance. Got {loss!r}."
-    )
+    return instance_or_named(loss, Loss, LOSSES, "loss", "a Loss instance")

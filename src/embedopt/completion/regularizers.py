@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .._core import InvalidParameterError, Registry
+from .._core import Registry, instance_or_named
 
 __all__ = [
     "REGULARIZERS",
@@ -169,11 +169,11 @@ def get_regularizer(reg, **params) -> Regularizer:
     -------
     Regularizer
     """
-    if isinstance(reg, Regularizer):
-        return reg
-    if isinstance(reg, str) and reg in REGULARIZERS:
-        return REGULARIZERS.get(reg)(**params)
-    raise InvalidParameterError(
-        "The 'regularizer' parameter must be a str among {'nuclear', 'tnn', "
-        f"'capped_l1', 'lsp'}} or a Regularizer instance. Got {reg!r}."
+    return instance_or_named(
+        reg,
+        Regularizer,
+        REGULARIZERS,
+        "regularizer",
+        "a Regularizer instance",
+        **params,
     )

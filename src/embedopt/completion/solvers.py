@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from .._core import (
+    PROGRESS_CONSTRAINTS,
     Interval,
     InvalidParameterError,
     Options,
@@ -609,8 +610,7 @@ _COMMON_CONSTRAINTS = {
     "power_iters": [Interval(int, 0, None)],
     "max_rank": [Interval(int, 1, None), None],
     "adaptive_rank": ["boolean"],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **PROGRESS_CONSTRAINTS,
     "random_state": ["random_state"],
     "exact_svt": ["boolean"],
     "momentum": [Options(MOMENTUM)],

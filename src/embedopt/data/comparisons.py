@@ -260,22 +260,25 @@ def _check_range(idx: np.ndarray, n_objects: int) -> None:
         raise DataValidationError(
             f"Comparisons need at least 2 objects; got n_objects={n_objects}."
         )
-    neg = idx < 0
-    if neg.any():
-        r, c = (int(x) for x in np.argwhere(neg)[0])
-        raise DataValidationError(
-            f"{int(neg.sum())} negative object index(es); first: comparison {r} has "
-            f"{int(idx[r, c])} in column {c}. Object indices are 0-based and "
-            "non-negative."
-        )
-    over = idx >= n_objects
-    if over.any():
-        r, c = (int(x) for x in np.argwhere(over)[0])
-        raise DataValidationError(
-            f"{int(over.sum())} object index(es) out of range [0, {n_objects}); "
-            f"first: comparison {r} has {int(idx[r, c])} in column {c}. Pass a "
-            "larger n_objects or remap the indices to 0..n_objects-1."
-        )
+    # Both faults are reported alike: how many, the first one, and the fix.
+    for bad, fault, fix in (
+        (
+            idx < 0,
+            "negative object index(es)",
+            "Object indices are 0-based and non-negative.",
+        ),
+        (
+            idx >= n_objects,
+            f"object index(es) out of range [0, {n_objects})",
+            "Pass a larger n_objects or remap the indices to 0..n_objects-1.",
+        ),
+    ):
+        if bad.any():
+            r, c = (int(x) for x in np.argwhere(bad)[0])
+            raise DataValidationError(
+                f"{int(bad.sum())} {fault}; first: comparison {r} has "
+                f"{int(idx[r, c])} in column {c}. {fix}"
+            )
 
 
 def _degenerate(idx: np.ndarray) -> np.ndarray:

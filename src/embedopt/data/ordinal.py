@@ -9,8 +9,10 @@ import torch
 
 from .._core import (
     DataValidationError,
+    Interval,
     InvalidParameterError,
     check_memory,
+    check_param,
     resolve_random_state,
 )
 from .comparisons import Comparisons
@@ -117,16 +119,9 @@ def make_random_triplets(
     -------
     Comparisons
     """
-    if isinstance(n_triplets, bool) or not isinstance(n_triplets, (int, np.integer)):
-        raise InvalidParameterError(
-            "The 'n_triplets' parameter of make_random_triplets must be an int in "
-            f"[1, inf). Got {n_triplets!r}."
-        )
-    if n_triplets < 1:
-        raise InvalidParameterError(
-            "The 'n_triplets' parameter of make_random_triplets must be an int in "
-            f"[1, inf). Got {n_triplets!r}."
-        )
+    check_param(
+        "make_random_triplets", "n_triplets", n_triplets, [Interval(int, 1, None)]
+    )
     data, is_points = _check_inputs(points, distances)
     n = data.shape[0]
     rng = resolve_random_state(random_state, "make_random_triplets").numpy
@@ -228,16 +223,9 @@ def make_class_triplets(
         raise DataValidationError(
             f"labels must be 1-D with at least 3 objects; got shape {y.shape}."
         )
-    if isinstance(n_triplets, bool) or not isinstance(n_triplets, (int, np.integer)):
-        raise InvalidParameterError(
-            "The 'n_triplets' parameter of make_class_triplets must be an int in "
-            f"[1, inf). Got {n_triplets!r}."
-        )
-    if n_triplets < 1:
-        raise InvalidParameterError(
-            "The 'n_triplets' parameter of make_class_triplets must be an int in "
-            f"[1, inf). Got {n_triplets!r}."
-        )
+    check_param(
+        "make_class_triplets", "n_triplets", n_triplets, [Interval(int, 1, None)]
+    )
     classes, codes, counts = np.unique(y, return_inverse=True, return_counts=True)
     if classes.size < 2:
         raise DataValidationError("make_class_triplets needs at least two classes.")

@@ -19,23 +19,23 @@ __all__ = [
 ]
 
 
-def _prepare(query, query_labels, database, database_labels):
-    Xq = np.asarray(to_numpy(query), dtype=np.float64)
-    yq = np.asarray(to_numpy(query_labels)).ravel()
-    if Xq.ndim != 2 or Xq.shape[0] != yq.shape[0] or Xq.shape[0] == 0:
+def _labelled_rows(X, labels, what: str, shape: str):
+    """``X`` as float64 rows and one label per row, or an error naming ``what``."""
+    X = np.asarray(to_numpy(X), dtype=np.float64)
+    y = np.asarray(to_numpy(labels)).ravel()
+    if X.ndim != 2 or X.shape[0] != y.shape[0] or X.shape[0] == 0:
         raise DataValidationError(
-            f"query must be (n, p) with one label per row; got {Xq.shape} and "
-            f"{yq.shape[0]} labels."
+            f"{what} must be {shape} with one label per row; got {X.shape} and "
+            f"{y.shape[0]} labels."
         )
+    return X, y
+
+
+def _prepare(query, query_labels, database, database_labels):
+    Xq, yq = _labelled_rows(query, query_labels, "query", "(n, p)")
     if database is None:
         return Xq, yq, Xq, yq, True
-    Xd = np.asarray(to_numpy(database), dtype=np.float64)
-    yd = np.asarray(to_numpy(database_labels)).ravel()
-    if Xd.ndim != 2 or Xd.shape[0] != yd.shape[0] or Xd.shape[0] == 0:
-        raise DataValidationError(
-            f"database must be (N, p) with one label per row; got {Xd.shape} and "
-            f"{yd.shape[0]} labels."
-        )
+    Xd, yd = _labelled_rows(database, database_labels, "database", "(N, p)")
     if Xd.shape[1] != Xq.shape[1]:
         raise DataValidationError(
             f"query and database dimensions differ: {Xq.shape[1]} vs {Xd.shape[1]}."

@@ -60,6 +60,15 @@ def _hits(retrieved, relevant, k: int):
     return hits, sizes
 
 
+def _answerable(sizes: np.ndarray) -> np.ndarray:
+    """Mask of the queries with a relevant item; an error when none has one
+    (every mean over them would be empty)."""
+    ok = sizes > 0
+    if not ok.any():
+        raise DataValidationError("No query has a relevant item.")
+    return ok
+
+
 def recall_at_k(retrieved, relevant, k: int) -> float:
     """Mean fraction of each query's relevant items found in its top k.
 
@@ -80,9 +89,7 @@ def recall_at_k(retrieved, relevant, k: int) -> float:
     float
     """
     hits, sizes = _hits(retrieved, relevant, k)
-    ok = sizes > 0
-    if not ok.any():
-        raise DataValidationError("No query has a relevant item.")
+    ok = _answerable(sizes)
     return float(np.mean(hits[ok] / sizes[ok]))
 
 
@@ -120,10 +127,7 @@ def _rank_hits(retrieved, relevant, k: int):
         first[where] = True
         marks[q] = np.isin(t, r) & first & (t >= 0)
     sizes = np.array([np.unique(r).size for r in rel], dtype=np.float64)
-    ok = sizes > 0
-    if not ok.any():
-        raise DataValidationError("No query has a relevant item.")
-    return marks, sizes, ok
+    return marks, sizes, _answerable(sizes)
 
 
 def ndcg_at_k(retrieved, relevant, k: int) -> float:

@@ -33,7 +33,7 @@ import torch
 from .._core import Registry
 from ..linalg.points import axpy, norm
 from .momentum import MOMENTUM
-from .monitor import IterationMonitor
+from .monitor import solver_monitor
 from .result import SolverResult
 
 __all__ = [
@@ -202,14 +202,8 @@ def accelerated_proximal_gradient(
     mom = MOMENTUM.get(momentum)() if isinstance(momentum, str) else momentum
     schedule = continuation if continuation is not None else FixedWeight(weight)
     step_name = getattr(problem, "step_name", "proximal step")
-    monitor = IterationMonitor(
-        name,
-        max_iter,
-        tol,
-        verbose=verbose,
-        callback=callback,
-        owner=owner or name,
-        nonfinite_hint=nonfinite_hint,
+    monitor = solver_monitor(
+        name, max_iter, tol, verbose, callback, owner, nonfinite_hint
     )
     prev = cur = x0
     f_cur = problem.smooth(cur)

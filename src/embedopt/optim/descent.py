@@ -21,16 +21,20 @@ from __future__ import annotations
 
 import torch
 
-from .._core import InstanceOf, Interval, validated_params
+from .._core import PROGRESS_CONSTRAINTS, InstanceOf, Interval, validated_params
 from ..linalg.points import Point, as_tuple, norm, pack
 from .line_search import armijo_backtracking
-from .monitor import start_gradient_run
+from .monitor import solver_monitor, start_gradient_run
 from .objective import Objective
 from .result import SolverResult
 
 __all__ = ["ARMIJO_GD_CONSTRAINTS", "armijo_gradient_descent"]
 
 _LS_TRIALS = 40
+#: What a non-finite objective most likely means here.
+_NONFINITE_HINT = (
+    "the objective or its gradient overflows (check the scaling of the data)"
+)
 
 #: Constraints of :func:`armijo_gradient_descent`'s parameters.
 ARMIJO_GD_CONSTRAINTS = {
@@ -44,8 +48,7 @@ ARMIJO_GD_CONSTRAINTS = {
     "initial_step": [Interval(float, 0, None, closed="neither")],
     "growth": [Interval(float, 1, None)],
     "c1": [Interval(float, 0, 1, closed="neither")],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **PROGRESS_CONSTRAINTS,
 }
 
 
@@ -114,18 +117,10 @@ def armijo_gradient_descent(
     >>> bool(torch.allclose(res.x, torch.ones(2), atol=1e-6))
     True
     """
-    monitor, x, f, g = start_gradient_run(
-        objective,
-        x0,
-        name=name,
-        max_iter=max_iter,
-        tol=tol,
-        verbose=verbose,
-        callback=callback,
-        owner=owner,
-        nonfinite_hint="the objective or its gradient overflows (check the "
-        "scaling of the data)",
+    monitor = solver_monitor(
+        name, max_iter, tol, verbose, callback, owner, _NONFINITE_HINT
     )
+    x, f, g = start_gradient_run(objective, x0, monitor)
     step = None
     for _ in monitor:
         diag = preconditioner(x) if callable(preconditioner) else preconditioner

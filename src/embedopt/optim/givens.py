@@ -26,7 +26,7 @@ import math
 import numpy as np
 import torch
 
-from .._core import InvalidParameterError
+from .._core import InvalidParameterError, instance_or_named
 from ..linalg.rotations import (
     apply_givens,
     apply_givens_sequence,
@@ -275,14 +275,8 @@ def get_pair_selection(selection: str | PairSelection) -> PairSelection:
     -------
     PairSelection
     """
-    if isinstance(selection, PairSelection):
-        return selection
-    if isinstance(selection, str) and selection in PAIR_SELECTIONS:
-        return PAIR_SELECTIONS[selection]()
-    raise InvalidParameterError(
-        "The 'selection' parameter must be a str among "
-        f"{{{', '.join(repr(k) for k in PAIR_SELECTIONS)}}} or a PairSelection. "
-        f"Got {selection!r}."
+    return instance_or_named(
+        selection, PairSelection, PAIR_SELECTIONS, "selection", "a PairSelection"
     )
 
 

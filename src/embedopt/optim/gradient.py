@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import torch
 
-from .._core import Interval, Options, resolve_random_state, validated_params
+from .._core import (
+    PROGRESS_CONSTRAINTS,
+    Interval,
+    Options,
+    resolve_random_state,
+    validated_params,
+)
 from .finite_sum import FiniteSum, clip_batch_size, record_epoch
 from .line_search import armijo_backtracking
-from .monitor import IterationMonitor
+from .monitor import solver_monitor
 from .result import SolverResult
 from .step_sizes import FIXED_STEP_SAFETY, STEP_SIZES, probe_step
 
@@ -26,8 +32,7 @@ _COMMON = {
     "learning_rate": [Interval(float, 0, None, closed="neither"), Options(["auto"])],
     "max_iter": [Interval(int, 1, None)],
     "tol": [Interval(float, 0, None)],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **PROGRESS_CONSTRAINTS,
     "evaluate": ["callable", None],
 }
 
@@ -49,16 +54,8 @@ GD_CONSTRAINTS = {
 }
 
 
-def _monitor(name, max_iter, tol, verbose, callback, owner):
-    return IterationMonitor(
-        name,
-        max_iter,
-        tol,
-        verbose=verbose,
-        callback=callback,
-        owner=owner or name,
-        nonfinite_hint="the step size is too large (lower learning_rate)",
-    )
+#: What a non-finite objective of SGD or GD most likely means.
+_NONFINITE_HINT = "the step size is too large (lower learning_rate)"
 
 
 @validated_params(SGD_CONSTRAINTS)
@@ -123,7 +120,9 @@ def sgd(
     per_epoch = int(samples_per_epoch or n)
     batch_size = clip_batch_size(batch_size, per_epoch, name)
     steps = max(1, per_epoch // batch_size)
-    monitor = _monitor(name, max_iter, tol, verbose, callback, owner)
+    monitor = solver_monitor(
+        name, max_iter, tol, verbose, callback, owner, _NONFINITE_HINT
+    )
     monitor.start()  # the probe counts as solver time
     x = x0.detach().clone()
     evals = 0
@@ -212,7 +211,9 @@ def gradient_descent(
         History columns as :func:`~embedopt.optim.svrg`.
     """
     n = int(problem.n_samples)
-    monitor = _monitor(name, max_iter, tol, verbose, callback, owner)
+    monitor = solver_monitor(
+        name, max_iter, tol, verbose, callback, owner, _NONFINITE_HINT
+    )
     monitor.start()  # the first gradient and the probe count as solver time
     x = x0.detach().clone()
     f, g = problem.value_and_grad(x)

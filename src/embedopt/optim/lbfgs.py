@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from scipy.optimize import minimize
 
-from .._core import Interval, Options, validated_params
+from .._core import PROGRESS_CONSTRAINTS, Interval, Options, validated_params
 from ..linalg.points import Point, flatten, norm, unflatten
 from .monitor import IterationMonitor, RelativeChange
 from .result import SolverResult
@@ -31,8 +31,7 @@ LBFGS_CONSTRAINTS = {
     "history_size": [Interval(int, 1, None)],
     "stop": [Options(["scipy", "relative_objective", "initial_objective"])],
     "evaluate": ["callable", None],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **PROGRESS_CONSTRAINTS,
 }
 
 

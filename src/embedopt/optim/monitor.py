@@ -28,6 +28,7 @@ __all__ = [
     "IterationMonitor",
     "IterationState",
     "RelativeChange",
+    "solver_monitor",
     "start_gradient_run",
 ]
 
@@ -328,10 +329,7 @@ def _short(v) -> str:
     return str(v)
 
 
-def start_gradient_run(
-    objective,
-    x0,
-    *,
+def solver_monitor(
     name: str,
     max_iter: int,
     tol: float,
@@ -339,34 +337,30 @@ def start_gradient_run(
     callback,
     owner: str | None,
     nonfinite_hint: str,
-    stop_on: str = "grad_norm",
-):
-    """Start a smooth solver: its monitor, and the value and gradient at x0.
+    stopping: Callable[[History], bool] | None = None,
+) -> IterationMonitor:
+    """The monitor of a solver, from the parameters every solver takes.
 
-    The second-order and line-search solvers (:func:`~embedopt.optim.newton_cg`,
-    :func:`~embedopt.optim.armijo_gradient_descent`) share one stopping rule,
-    ``||grad f(x)|| <= tol ||grad f(x0)||`` on the ``grad_norm`` column
-    (``stop_on="grad_norm"``), or the relative objective change of one
-    iteration below ``tol`` (``stop_on="objective"``, :class:`RelativeChange`),
-    and the same first evaluation.
+    Every solver loop has ``name``, ``max_iter``, ``tol``, ``verbose``,
+    ``callback`` and ``owner`` parameters that mean the same thing; each
+    adds only the hint its non-finite error gives and, optionally, its
+    stopping rule.
+
+    Parameters
+    ----------
+    name, max_iter, tol, verbose, callback, owner
+        The solver's parameters of those names (``owner`` None: ``name``).
+    nonfinite_hint : str
+        The likely cause a NaN or inf objective reports.
+    stopping : callable, optional
+        Stopping rule; default :class:`RelativeChange` of ``tol``.
 
     Returns
     -------
-    monitor : IterationMonitor
-        Started.
-    x : Point
-        A copy of ``x0``.
-    value : float
-    grad : Point
+    IterationMonitor
+        Not started.
     """
-    from ..linalg.points import clone, norm
-
-    ref = {}
-    if stop_on == "objective":
-        stopping = RelativeChange(tol)
-    else:
-        stopping = lambda h: h.last("grad_norm") <= tol * ref["g0"]  # noqa: E731
-    monitor = IterationMonitor(
+    return IterationMonitor(
         name,
         max_iter,
         tol,
@@ -376,8 +370,44 @@ def start_gradient_run(
         owner=owner,
         nonfinite_hint=nonfinite_hint,
     )
+
+
+def start_gradient_run(
+    objective, x0, monitor: IterationMonitor, stop_on: str = "grad_norm"
+):
+    """Start a smooth solver: its stopping rule, clock, and the value and
+    gradient at x0.
+
+    The second-order and line-search solvers (:func:`~embedopt.optim.newton_cg`,
+    :func:`~embedopt.optim.armijo_gradient_descent`) share one stopping rule,
+    ``||grad f(x)|| <= tol ||grad f(x0)||`` on the ``grad_norm`` column
+    (``stop_on="grad_norm"``), or the relative objective change of one
+    iteration below ``tol`` (``stop_on="objective"``, :class:`RelativeChange`,
+    the monitor's default), and the same first evaluation.
+
+    Parameters
+    ----------
+    objective : Objective
+    x0 : Point
+    monitor : IterationMonitor
+        From :func:`solver_monitor`, not started; gets its stopping rule here.
+    stop_on : {"grad_norm", "objective"}
+
+    Returns
+    -------
+    x : Point
+        A copy of ``x0``.
+    value : float
+    grad : Point
+    """
+    from ..linalg.points import clone, norm
+
+    ref = {}
+    if stop_on != "objective":
+        # the rule needs ||grad f(x0)||, known only after the first evaluation
+        monitor.stopping = lambda h: h.last("grad_norm") <= monitor.tol * ref["g0"]
     monitor.start()
     x = clone(x0)
     f, g = objective.value_and_grad(x)
     ref["g0"] = norm(g)
-    return monitor, x, float(f), g
+    return x, float(f), g

@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 
 from .._core import (
+    PROGRESS_CONSTRAINTS,
     InstanceOf,
     Interval,
     InvalidParameterError,
@@ -33,13 +34,18 @@ from .._core import (
 from ..linalg.cg import cg
 from ..linalg.points import Point, axpy, inner, norm, scale
 from .line_search import armijo_backtracking
-from .monitor import start_gradient_run
+from .monitor import solver_monitor, start_gradient_run
 from .objective import Objective
 from .result import SolverResult
 
 __all__ = ["NEWTON_CG_CONSTRAINTS", "newton_cg"]
 
 _LS_TRIALS = 30
+#: What a non-finite objective most likely means here.
+_NONFINITE_HINT = (
+    "the objective or its derivatives overflow (check the scaling of the data, "
+    "or increase 'damping')"
+)
 _RHO_LOW, _RHO_HIGH = 0.25, 0.75  # ratios that grow / shrink the damping
 _GROW, _SHRINK = 1.5, 2.0 / 3.0
 
@@ -59,8 +65,7 @@ NEWTON_CG_CONSTRAINTS = {
     "line_search": ["boolean"],
     "c1": [Interval(float, 0, 1, closed="neither")],
     "stop_on": [Options(["grad_norm", "objective"])],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **PROGRESS_CONSTRAINTS,
 }
 
 
@@ -189,19 +194,10 @@ def newton_cg(
     True
     """
     product = _curvature_product(objective, use, name)
-    monitor, x, f, g = start_gradient_run(
-        objective,
-        x0,
-        name=name,
-        max_iter=max_iter,
-        tol=tol,
-        verbose=verbose,
-        callback=callback,
-        owner=owner,
-        nonfinite_hint="the objective or its derivatives overflow (check the "
-        "scaling of the data, or increase 'damping')",
-        stop_on=stop_on,
+    monitor = solver_monitor(
+        name, max_iter, tol, verbose, callback, owner, _NONFINITE_HINT
     )
+    x, f, g = start_gradient_run(objective, x0, monitor, stop_on)
     mu = float(damping)
     cg_options = dict(rtol=cg_rtol, max_iter=cg_max_iter)
     trials = _LS_TRIALS if line_search else 1

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from .._core import (
+    PROGRESS_CONSTRAINTS,
     InstanceOf,
     Interval,
     Options,
@@ -42,7 +43,7 @@ from .._core import (
     validated_params,
 )
 from .finite_sum import FiniteSum, clip_batch_size, record_epoch
-from .monitor import IterationMonitor
+from .monitor import solver_monitor
 from .result import SolverResult
 from .step_sizes import FIXED_STEP_SAFETY, STEP_SIZES, StabilizedBB, probe_step
 
@@ -65,8 +66,7 @@ SVRG_CONSTRAINTS = {
     "output": [Options(["last", "random"])],
     "module_epochs": [Interval(int, 1, None), None],
     "lazy": ["boolean"],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **PROGRESS_CONSTRAINTS,
     "evaluate": ["callable", None],
 }
 
@@ -141,6 +141,12 @@ def _auto_step(problem, x, g, epsilon, step_size) -> float:
     if adaptive:
         return probe_step(grad, x, g, epsilon)
     return probe_step(grad, x, g, epsilon, relative=1.0) / FIXED_STEP_SAFETY
+
+
+#: What a non-finite objective of SVRG most likely means.
+_NONFINITE_HINT = (
+    "the step size is too large (use epsilon > 0 with SBB, or a smaller learning_rate)"
+)
 
 
 @validated_params(SVRG_CONSTRAINTS)
@@ -235,17 +241,8 @@ def svrg(
     m = int(update_frequency or n)
     batch_size = clip_batch_size(batch_size, m, name)
     steps = math.ceil(m / batch_size)
-    monitor = IterationMonitor(
-        name,
-        max_iter,
-        tol,
-        verbose=verbose,
-        callback=callback,
-        owner=owner or name,
-        nonfinite_hint=(
-            "the step size is too large (use epsilon > 0 with SBB, or a smaller "
-            "learning_rate)"
-        ),
+    monitor = solver_monitor(
+        name, max_iter, tol, verbose, callback, owner, _NONFINITE_HINT
     )
     monitor.start()  # the first full gradient and the probe count as solver time
     x = x0.detach().clone()

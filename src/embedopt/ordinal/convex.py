@@ -23,7 +23,7 @@ from .._core import Interval, check_memory, validate_params
 from ..linalg import embedding_from_gram, project_centered_psd
 from ..optim import SolverResult, gradient_descent
 from .losses import OrdinalLoss
-from .problem import OrdinalProblem, setup
+from .problem import OrdinalProblem, setup, setup_options
 
 # project_centered_psd and embedding_from_gram live in embedopt.linalg; they
 # stay importable from here (and from embedopt.ordinal) for existing code.
@@ -166,19 +166,11 @@ def projected_gd(
         dict(lam=lam, rank=rank),
         {"lam": [Interval(float, 0, None)], "rank": [Interval(int, 1, None), None]},
     )
+    options = setup_options(
+        loss, n_objects, init, init_scale, validation, random_state, device, dtype
+    )
     s = setup(
-        comparisons,
-        n_components,
-        loss=loss,
-        n_objects=n_objects,
-        init=init,
-        init_scale=init_scale,
-        validation=validation,
-        random_state=random_state,
-        device=device,
-        dtype=dtype,
-        owner="projected_gd",
-        factored=False,
+        comparisons, n_components, **options, owner="projected_gd", factored=False
     )
     n_objects = s.problem.n_objects
     # G, its gradient, the step and the eigendecomposition's workspace: n x n each

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from .._core import (
+    RUN_CONSTRAINTS,
     BaseEstimator,
     DataValidationError,
     InstanceOf,
@@ -16,7 +17,6 @@ from .._core import (
     as_array,
     check_is_fitted,
     renamed_parameters,
-    resolve_fit_context,
     to_numpy,
 )
 from ..data import as_comparisons, as_quadruplets
@@ -226,11 +226,8 @@ class OrdinalEmbedding(BaseEstimator):
         "alpha": [Interval(float, 0, None, closed="neither"), None],
         "margin": [Interval(float, 0, None), None],
         "init_scale": [Interval(float, 0, None, closed="neither"), None],
-        "random_state": ["random_state"],
-        "device": ["device"],
+        **RUN_CONSTRAINTS,
         "dtype": ["dtype", None],
-        "verbose": [Interval(int, 0, None), "boolean"],
-        "callback": ["callable", None],
     }
 
     @renamed_parameters(decay="learning_rate_decay")
@@ -261,29 +258,7 @@ class OrdinalEmbedding(BaseEstimator):
         verbose=0,
         callback=None,
     ):
-        self.n_components = n_components
-        self.loss = loss
-        self.solver = solver
-        self.epsilon = epsilon
-        self.relative_epsilon = relative_epsilon
-        self.batch_size = batch_size
-        self.update_frequency = update_frequency
-        self.learning_rate = learning_rate
-        self.max_iter = max_iter
-        self.tol = tol
-        self.output = output
-        self.module_epochs = module_epochs
-        self.learning_rate_decay = learning_rate_decay
-        self.lam = lam
-        self.mu = mu
-        self.alpha = alpha
-        self.margin = margin
-        self.init_scale = init_scale
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
+        self._store_params(locals())
 
     # -- fitting -----------------------------------------------------------------
     def fit(
@@ -312,8 +287,7 @@ class OrdinalEmbedding(BaseEstimator):
         -------
         self
         """
-        self._validate_params()
-        ctx = resolve_fit_context(self)
+        ctx = self._start_fit()
         owner = type(self).__name__
         comps = as_comparisons(X, y, n_objects=n_objects, owner=owner)
         solver = resolve_solver(self.solver, len(comps))
@@ -336,15 +310,11 @@ class OrdinalEmbedding(BaseEstimator):
             init_scale=self.init_scale
             or _DEFAULT_INIT_SCALE.get(solver, DEFAULT_INIT_SCALE),
             validation=validation,
-            random_state=ctx.random_state,
-            device=ctx.device,
-            dtype=dtype,
-            verbose=self.verbose,
-            callback=self.callback,
+            **ctx.run_options(self, dtype=dtype),
         )
         if solver != "lbfgs":
             kwargs["learning_rate"] = self.learning_rate
-        kwargs.update({k: getattr(self, k) for k in _SOLVER_PARAMS[solver]})
+        kwargs.update(self._param_values(_SOLVER_PARAMS[solver]))
         if (
             self.update_frequency is None
             and solver in _DEFAULT_UPDATE_FRACTION
@@ -358,9 +328,7 @@ class OrdinalEmbedding(BaseEstimator):
         self.embedding_tensor_ = result.x
         self.embedding_ = to_numpy(result.x).astype(np.float64)
         self.n_objects_ = comps.n_objects
-        self.history_ = result.history
-        self.n_iter_ = result.n_iter
-        self.stop_reason_ = result.stop_reason
+        self._store_result(result)
         self.solver_ = solver
         return self
 

@@ -17,7 +17,7 @@ from .._core import (
     DataValidationError,
     InvalidParameterError,
     as_array,
-    check_memory,
+    check_tensor_memory,
     resolve_device,
     resolve_dtype,
     resolve_random_state,
@@ -293,11 +293,11 @@ def check_embedding_size(owner: str, n_objects: int, p: int, device, dtype) -> N
     DataValidationError
         When ``6 n p`` numbers exceed the device's memory.
     """
-    itemsize = torch.empty((), dtype=resolve_dtype(dtype)).element_size()
-    check_memory(
+    check_tensor_memory(
         owner,
-        _EMBEDDING_COPIES * n_objects * p * itemsize,
-        resolve_device(device),
+        _EMBEDDING_COPIES * n_objects * p,
+        device,
+        dtype,
         f"an embedding of {n_objects} objects in {p} dimensions",
         "A stray index or ids never remapped to 0..n_objects-1 are the usual "
         "cause (n_objects is max index + 1 unless given): drop the stray "
@@ -311,6 +311,32 @@ class _Setup:
     x0: torch.Tensor
     rs: object
     evaluate: object
+
+
+def setup_options(
+    loss, n_objects, init, init_scale, validation, random_state, device, dtype
+) -> dict:
+    """The keywords of :func:`setup` that every ordinal solver passes on as given.
+
+    Parameters
+    ----------
+    loss, n_objects, init, init_scale, validation, random_state, device, dtype
+        The solver's parameters of those names.
+
+    Returns
+    -------
+    dict
+    """
+    return {
+        "loss": loss,
+        "n_objects": n_objects,
+        "init": init,
+        "init_scale": init_scale,
+        "validation": validation,
+        "random_state": random_state,
+        "device": device,
+        "dtype": dtype,
+    }
 
 
 def setup(

@@ -49,7 +49,7 @@ from ..optim import lbfgs as _lbfgs
 from ..optim import sgd as _sgd
 from ..optim import svrg as _svrg
 from .convex import projected_gd
-from .problem import setup
+from .problem import setup, setup_options
 
 __all__ = [
     "AUTO_LBFGS_MAX_COMPARISONS",
@@ -143,20 +143,6 @@ def _prepare(comparisons, n_components, data: dict, run: dict, owner, constraint
     """
     validate_params(owner, run, constraints)
     return setup(comparisons, n_components, **data, owner=owner)
-
-
-def _data(loss, n_objects, init, init_scale, validation, random_state, device, dtype):
-    """The problem-setup arguments that every ordinal solver shares."""
-    return {
-        "loss": loss,
-        "n_objects": n_objects,
-        "init": init,
-        "init_scale": init_scale,
-        "validation": validation,
-        "random_state": random_state,
-        "device": device,
-        "dtype": dtype,
-    }
 
 
 def _run_svrg(comparisons, n_components, name, data, run, *, step_size, epsilon=0.0):
@@ -291,7 +277,7 @@ def svrg_sbb(
         "verbose": verbose,
         "callback": callback,
     }
-    data = _data(
+    data = setup_options(
         loss, n_objects, init, init_scale, validation, random_state, device, dtype
     )
     return _run_svrg(
@@ -446,7 +432,7 @@ def sgd(
         },
         _SGD_OWN,
     )
-    data = _data(
+    data = setup_options(
         loss, n_objects, init, init_scale, validation, random_state, device, dtype
     )
     s = _prepare(comparisons, n_components, data, run, "SGD", SGD_CONSTRAINTS)
@@ -512,7 +498,7 @@ def batch_gd(
         "callback": callback,
     }
     validate_params("Batch GD", {"update_frequency": update_frequency}, _SGD_OWN)
-    data = _data(
+    data = setup_options(
         loss, n_objects, init, init_scale, validation, random_state, device, dtype
     )
     s = _prepare(comparisons, n_components, data, run, "Batch GD", GD_CONSTRAINTS)
@@ -604,7 +590,7 @@ def lbfgs(
         "verbose": verbose,
         "callback": callback,
     }
-    data = _data(
+    data = setup_options(
         loss, n_objects, init, init_scale, validation, random_state, device, dtype
     )
     s = _prepare(comparisons, n_components, data, run, "L-BFGS", LBFGS_CONSTRAINTS)

@@ -14,7 +14,6 @@ from .._core import (
     Options,
     as_array,
     check_is_fitted,
-    resolve_fit_context,
     to_numpy,
 )
 from .codebooks import adc_search, decode, lloyd, split
@@ -22,6 +21,23 @@ from .rotation_learners import ROTATIONS
 from .solvers import SOLVER_CONSTRAINTS, as_vectors, fit_product_quantizer
 
 __all__ = ["ROTATIONS", "ProductQuantizer"]
+
+#: The parameters ProductQuantizer hands to fit_product_quantizer unchanged.
+_SOLVER_PARAMS = (
+    "n_subquantizers",
+    "n_centroids",
+    "rotation",
+    "n_rotation_steps",
+    "learning_rate",
+    "step_rule",
+    "refine_iter",
+    "rotation_init",
+    "max_iter",
+    "kmeans_iter",
+    "init_kmeans_iter",
+    "init",
+    "tol",
+)
 
 
 def _codes_dtype(K: int):
@@ -172,26 +188,7 @@ class ProductQuantizer(BaseEstimator):
         verbose=0,
         callback=None,
     ):
-        self.n_subquantizers = n_subquantizers
-        self.n_centroids = n_centroids
-        self.rotation = rotation
-        self.rotation_init = rotation_init
-        self.max_iter = max_iter
-        self.n_rotation_steps = n_rotation_steps
-        self.learning_rate = learning_rate
-        self.step_rule = step_rule
-        self.kmeans_iter = kmeans_iter
-        self.init_kmeans_iter = init_kmeans_iter
-        self.refine_iter = refine_iter
-        self.init = init
-        self.metric = metric
-        self.tol = tol
-        self.batch_size = batch_size
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
+        self._store_params(locals())
 
     # -- fitting -----------------------------------------------------------------
     def fit(self, X, y=None, *, validation=None) -> ProductQuantizer:
@@ -211,29 +208,12 @@ class ProductQuantizer(BaseEstimator):
         -------
         self
         """
-        self._validate_params()
-        ctx = resolve_fit_context(self)
+        ctx = self._start_fit()
         result = fit_product_quantizer(
             X,
-            n_subquantizers=self.n_subquantizers,
-            n_centroids=self.n_centroids,
-            rotation=self.rotation,
-            n_rotation_steps=self.n_rotation_steps,
-            learning_rate=self.learning_rate,
-            step_rule=self.step_rule,
-            refine_iter=self.refine_iter,
-            rotation_init=self.rotation_init,
-            max_iter=self.max_iter,
-            kmeans_iter=self.kmeans_iter,
-            init_kmeans_iter=self.init_kmeans_iter,
-            init=self.init,
-            tol=self.tol,
+            **self._param_values(_SOLVER_PARAMS),
             validation=validation,
-            random_state=ctx.random_state,
-            device=ctx.device,
-            dtype=ctx.dtype,
-            verbose=self.verbose,
-            callback=self.callback,
+            **ctx.run_options(self),
             name=f"ProductQuantizer[{self.rotation}]",
         )
         R, cb = result.x.rotation, result.x.codebooks
@@ -243,9 +223,7 @@ class ProductQuantizer(BaseEstimator):
         self.codebooks_ = to_numpy(cb)
         self.n_features_in_ = int(R.shape[0])
         self.distortion_ = result.info["distortion"]
-        self.history_ = result.history
-        self.n_iter_ = result.n_iter
-        self.stop_reason_ = result.stop_reason
+        self._store_result(result)
         return self
 
     # -- encoding ----------------------------------------------------------------

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from .._core import (
+    RUN_CONSTRAINTS,
     DataValidationError,
     FitContext,
     InstanceOf,
@@ -38,6 +39,7 @@ from .._core import (
 from ..linalg.rotations import orthogonality_error, reorthogonalize
 from ..optim import IterationMonitor, SolverResult
 from ..optim.givens import PairSelection
+from ..optim.monitor import solver_monitor
 from .codebooks import (
     check_n_subquantizers,
     decode,
@@ -103,11 +105,7 @@ SOLVER_CONSTRAINTS = {
     "refine_iter": [Interval(int, 0, None)],
     "init": [Options(KMEANS_INITS)],
     "tol": [Interval(float, 0, None)],
-    "random_state": ["random_state"],
-    "device": ["device"],
-    "dtype": ["dtype"],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **RUN_CONSTRAINTS,
 }
 
 
@@ -387,14 +385,14 @@ def rotated_pq(
     X, Xv, R = _training_data(X, validation, rotation_init, M, K, ctx, gen, name)
     if learner is not None:
         learner.start(R)
-    monitor = IterationMonitor(
+    monitor = solver_monitor(
         name,
         max_iter,
         tol,
-        verbose=verbose,
-        callback=callback,
-        owner=name,
-        nonfinite_hint="the data may be badly scaled or the learning rate too large",
+        verbose,
+        callback,
+        name,
+        "the data may be badly scaled or the learning rate too large",
     )
     monitor.start()
     Xs = split(X @ R, M)

@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from .._core import (
+    PROGRESS_CONSTRAINTS,
     ConvergenceWarning,
     DataValidationError,
     Interval,
@@ -36,7 +37,7 @@ from .._core import (
     Options,
     RandomState,
     Registry,
-    check_memory,
+    check_tensor_memory,
     resolve_device,
     resolve_dtype,
     resolve_random_state,
@@ -281,8 +282,7 @@ TWO_TOWER_CONSTRAINTS = {
     "warm_start_samples": [Interval(int, 1, None)],
     "warm_start_iter": [Interval(int, 1, None)],
     "log_every": [Interval(int, 1, None)],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **PROGRESS_CONSTRAINTS,
 }
 
 # What train_towers takes from the settings in every phase.
@@ -446,12 +446,12 @@ _TABLE_COPIES = 4
 
 def _check_tables(name, shape, n_components, device, dtype) -> None:
     """Refuse id tables (one row per user and item) that cannot fit."""
-    itemsize = torch.empty((), dtype=resolve_dtype(dtype)).element_size()
     n_rows = shape[0] + shape[1]
-    check_memory(
+    check_tensor_memory(
         name,
-        _TABLE_COPIES * n_rows * n_components * itemsize,
-        resolve_device(device),
+        _TABLE_COPIES * n_rows * n_components,
+        device,
+        dtype,
         f"the id embeddings of {shape[0]} users and {shape[1]} items "
         f"({n_components} columns)",
         "A stray index or ids never remapped to 0..n-1 are the usual cause (the "
@@ -467,11 +467,11 @@ _BATCH_COPIES = 3
 
 def _check_batch(name, batch_size, device, dtype) -> None:
     """Refuse a batch whose b x b in-batch scores cannot fit."""
-    itemsize = torch.empty((), dtype=resolve_dtype(dtype)).element_size()
-    check_memory(
+    check_tensor_memory(
         name,
-        _BATCH_COPIES * batch_size * batch_size * itemsize,
-        resolve_device(device),
+        _BATCH_COPIES * batch_size * batch_size,
+        device,
+        dtype,
         f"the {batch_size} x {batch_size} in-batch scores of a step",
         "Lower batch_size (each step scores every user of the batch against "
         "every item of the batch).",

@@ -20,7 +20,6 @@ from .._core import (
     as_array,
     check_is_fitted,
     renamed_parameters,
-    resolve_fit_context,
     to_numpy,
     validate_params,
 )
@@ -29,6 +28,27 @@ from ..metrics import precision_at_k, recall_at_k
 from .two_tower import TWO_TOWER_CONSTRAINTS, train_two_tower_index
 
 __all__ = ["TwoTowerRetrieval"]
+
+#: The parameters TwoTowerRetrieval hands to train_two_tower_index unchanged.
+_TRAIN_PARAMS = (
+    "n_components",
+    "hidden",
+    "n_subquantizers",
+    "n_centroids",
+    "rotation",
+    "loss",
+    "margin",
+    "temperature",
+    "batch_size",
+    "learning_rate",
+    "rotation_learning_rate",
+    "warmup_steps",
+    "n_steps",
+    "distortion_weight",
+    "warm_start_samples",
+    "warm_start_iter",
+    "log_every",
+)
 
 
 class TwoTowerRetrieval(BaseEstimator):
@@ -152,28 +172,7 @@ class TwoTowerRetrieval(BaseEstimator):
         verbose=0,
         callback=None,
     ):
-        self.n_components = n_components
-        self.hidden = hidden
-        self.n_subquantizers = n_subquantizers
-        self.n_centroids = n_centroids
-        self.rotation = rotation
-        self.loss = loss
-        self.margin = margin
-        self.temperature = temperature
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.rotation_learning_rate = rotation_learning_rate
-        self.warmup_steps = warmup_steps
-        self.n_steps = n_steps
-        self.distortion_weight = distortion_weight
-        self.warm_start_samples = warm_start_samples
-        self.warm_start_iter = warm_start_iter
-        self.log_every = log_every
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
+        self._store_params(locals())
 
     def fit(
         self,
@@ -210,8 +209,7 @@ class TwoTowerRetrieval(BaseEstimator):
         -------
         self
         """
-        self._validate_params()
-        ctx = resolve_fit_context(self)
+        ctx = self._start_fit()
         data = as_interactions(X, shape)
         state = None
         if warm_start_from is not None:
@@ -227,38 +225,16 @@ class TwoTowerRetrieval(BaseEstimator):
             data,
             user_features,
             item_features,
-            n_components=self.n_components,
-            hidden=self.hidden,
-            n_subquantizers=self.n_subquantizers,
-            n_centroids=self.n_centroids,
-            rotation=self.rotation,
-            loss=self.loss,
-            margin=self.margin,
-            temperature=self.temperature,
-            batch_size=self.batch_size,
-            learning_rate=self.learning_rate,
-            rotation_learning_rate=self.rotation_learning_rate,
-            warmup_steps=self.warmup_steps,
-            n_steps=self.n_steps,
-            distortion_weight=self.distortion_weight,
-            warm_start_samples=self.warm_start_samples,
-            warm_start_iter=self.warm_start_iter,
-            log_every=self.log_every,
+            **self._param_values(_TRAIN_PARAMS),
             warm_state=state,
-            random_state=ctx.random_state,
-            device=ctx.device,
-            dtype=ctx.dtype,
-            verbose=self.verbose,
-            callback=self.callback,
+            **ctx.run_options(self),
         )
         self.net_ = res.x
         self.shape_ = data.shape
         self.warm_state_ = res.info["warm_state"]
         self.warm_start_distortion_ = self.warm_state_["distortion"]
         self.warmup_history_ = self.warm_state_["warmup_history"]
-        self.history_ = res.history
-        self.n_iter_ = res.n_iter
-        self.stop_reason_ = res.stop_reason
+        self._store_result(res)
         return self
 
     # -- retrieval ---------------------------------------------------------------

@@ -15,6 +15,7 @@ import torch
 from scipy.cluster.vq import kmeans2
 
 from .._core import (
+    RUN_CONSTRAINTS,
     BaseEstimator,
     DataValidationError,
     Interval,
@@ -24,7 +25,6 @@ from .._core import (
     as_array,
     check_is_fitted,
     check_param,
-    resolve_fit_context,
     resolve_random_state,
     to_numpy,
 )
@@ -70,11 +70,7 @@ _SOLVE_CONSTRAINTS = {
     "max_iter": [Interval(int, 1, None)],
     "tol": [Interval(float, 0, None)],
     "init_scale": [Interval(float, 0, None, closed="neither")],
-    "random_state": ["random_state"],
-    "device": ["device"],
-    "dtype": ["dtype"],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **RUN_CONSTRAINTS,
 }
 
 
@@ -106,10 +102,20 @@ def _check_rank(estimator, n: int) -> None:
         )
 
 
+def _start(estimator, X):
+    """The prologue of both fits: checked parameters and context, the features
+    as a tensor, their number n, and n_components checked against it."""
+    ctx = estimator._start_fit()
+    feats = _features(X)
+    n = feats.shape[0]
+    _check_rank(estimator, n)
+    return ctx, feats, n
+
+
 def _solve(estimator, problem, ctx):
     """The one solver call of an sdp estimator's fit (its parameters, its context)."""
     name = SOLVERS.resolve_name(estimator.solver)
-    extra = {k: getattr(estimator, k) for k in _SOLVER_PARAMS[name]}
+    extra = estimator._param_values(_SOLVER_PARAMS[name])
     try:
         return SOLVERS.get(name)(
             problem,
@@ -117,11 +123,7 @@ def _solve(estimator, problem, ctx):
             max_iter=estimator.max_iter,
             tol=estimator.tol,
             init_scale=estimator.init_scale,
-            random_state=ctx.random_state,
-            device=ctx.device,
-            dtype=ctx.dtype,
-            verbose=estimator.verbose,
-            callback=estimator.callback,
+            **ctx.run_options(estimator),
             **extra,
         )
     except (OverflowError, np.linalg.LinAlgError, torch.linalg.LinAlgError) as exc:
@@ -134,12 +136,6 @@ def _solve(estimator, problem, ctx):
             f"{estimator.init_scale!r} or lam={estimator.lam!r} is too large for "
             "the scale of the data; lower them or rescale X."
         ) from exc
-
-
-def _store_result(estimator, result) -> None:
-    estimator.history_ = result.history
-    estimator.n_iter_ = result.n_iter
-    estimator.stop_reason_ = result.stop_reason
 
 
 class KernelLearning(BaseEstimator):
@@ -241,21 +237,7 @@ class KernelLearning(BaseEstimator):
         verbose: int = 0,
         callback=None,
     ):
-        self.n_components = n_components
-        self.lam = lam
-        self.n_neighbors = n_neighbors
-        self.bandwidth = bandwidth
-        self.solver = solver
-        self.n_pairs = n_pairs
-        self.gamma = gamma
-        self.max_iter = max_iter
-        self.tol = tol
-        self.init_scale = init_scale
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
+        self._store_params(locals())
 
     def _pairs(self, n, must_link, cannot_link, y, ctx):
         if must_link is not None or cannot_link is not None:
@@ -298,11 +280,7 @@ class KernelLearning(BaseEstimator):
             NaN features, pairs out of range, self-pairs, duplicate pairs, a
             pair both must-link and cannot-link, no pairs and no labels.
         """
-        self._validate_params()
-        ctx = resolve_fit_context(self)
-        feats = _features(X)
-        n = feats.shape[0]
-        _check_rank(self, n)
+        ctx, feats, n = _start(self, X)
         # the pairs are checked before the kNN graph, the first real work
         ml, cl = check_pairs(*self._pairs(n, must_link, cannot_link, y, ctx), n)
         if len(ml) + len(cl) == 0:
@@ -323,7 +301,7 @@ class KernelLearning(BaseEstimator):
         self.embedding_ = to_numpy(V)
         self.objective_ = problem.value(V, V)
         self.must_link_, self.cannot_link_ = ml, cl
-        _store_result(self, result)
+        self._store_result(result)
         return self
 
     def kernel(self, i, j) -> np.ndarray:
@@ -487,19 +465,7 @@ class ColoredMVU(BaseEstimator):
         verbose: int = 0,
         callback=None,
     ):
-        self.n_components = n_components
-        self.n_neighbors = n_neighbors
-        self.lam = lam
-        self.solver = solver
-        self.gamma = gamma
-        self.max_iter = max_iter
-        self.tol = tol
-        self.init_scale = init_scale
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
+        self._store_params(locals())
 
     def fit(self, X, y=None) -> ColoredMVU:
         """Embed the patterns X, coloured by the labels y.
@@ -521,11 +487,7 @@ class ColoredMVU(BaseEstimator):
         DataValidationError
             NaN features, y not of length n, ``n_neighbors >= n``.
         """
-        self._validate_params()
-        ctx = resolve_fit_context(self)
-        feats = _features(X)
-        n = feats.shape[0]
-        _check_rank(self, n)
+        ctx, feats, n = _start(self, X)
         labels = None
         if y is not None:
             labels = one_hot_labels(_labels(y, n))
@@ -545,7 +507,7 @@ class ColoredMVU(BaseEstimator):
         self.embedding_tensor_ = U * S
         self.embedding_ = to_numpy(self.embedding_tensor_)
         self.pairs_ = pairs
-        _store_result(self, result)
+        self._store_result(result)
         return self
 
     def fit_transform(self, X, y=None) -> np.ndarray:

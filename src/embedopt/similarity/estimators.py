@@ -13,6 +13,7 @@ import torch.distributed as dist
 from torch import nn
 
 from .._core import (
+    RUN_CONSTRAINTS,
     BaseEstimator,
     DataValidationError,
     InstanceOf,
@@ -35,8 +36,8 @@ from ..metrics import (
     recall_at_k,
 )
 from ..nn import EmbeddingTower, MLPTower, SumTower
-from .losses import LOSSES
 from .distributed import DistributedAllPairsObjective
+from .losses import LOSSES
 from .objective import AllPairsObjective, popularity_weights
 from .solvers import SOLVERS
 
@@ -250,11 +251,7 @@ class TwoTowerModel(BaseEstimator):
         "solver_options": [InstanceOf(dict, "a dict"), None],
         "chunk_size": [Interval(int, 1, None), None],
         "eval_k": [Interval(int, 1, None)],
-        "random_state": ["random_state"],
-        "device": ["device"],
-        "dtype": ["dtype"],
-        "verbose": [Interval(int, 0, None), "boolean"],
-        "callback": ["callable", None],
+        **RUN_CONSTRAINTS,
         "process_group": [
             None,
             Options(["default"]),
@@ -292,28 +289,7 @@ class TwoTowerModel(BaseEstimator):
         callback=None,
         process_group=None,
     ):
-        self.n_components = n_components
-        self.user_tower = user_tower
-        self.item_tower = item_tower
-        self.hidden = hidden
-        self.loss = loss
-        self.omega = omega
-        self.lam = lam
-        self.imputation = imputation
-        self.imputed = imputed
-        self.weights = weights
-        self.solver = solver
-        self.max_iter = max_iter
-        self.tol = tol
-        self.solver_options = solver_options
-        self.chunk_size = chunk_size
-        self.eval_k = eval_k
-        self.random_state = random_state
-        self.device = device
-        self.dtype = dtype
-        self.verbose = verbose
-        self.callback = callback
-        self.process_group = process_group
+        self._store_params(locals())
 
     # -- building --------------------------------------------------------------
     def _tower(self, spec, n: int, features, ctx, side: str) -> nn.Module:
@@ -610,9 +586,7 @@ class TwoTowerModel(BaseEstimator):
         if records and len(records) == result.n_iter:
             for key in records[0]:
                 history[key] = np.array([r[key] for r in records])
-        self.history_ = history
-        self.n_iter_ = result.n_iter
-        self.stop_reason_ = result.stop_reason
+        self._store_result(result, history)
         return self
 
     # -- using -----------------------------------------------------------------
