@@ -29,6 +29,7 @@ def test_every_example_is_tested():
         "matrix_completion.py",
         "ordinal_embedding.py",
         "product_quantization.py",
+        "similarity_learning.py",
     ]
 
 
@@ -54,6 +55,14 @@ def test_product_quantization(capsys):
     recall = {k: number_after("recall@10", v) for k, v in lines.items()}
     # The learned rotation finds more true neighbours than no rotation.
     assert recall["rotation=gcd-g"] > recall["rotation=none"] > 0.3
+
+
+def test_similarity_learning(capsys):
+    out = run_example("similarity_learning.py", capsys)
+    ours = number_after("held-out precision@10", out)
+    # Far above recommending the most popular items, which ignores taste.
+    assert ours > 3 * number_after("most popular items precision@10", out)
+    assert ours > 0.12
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.name)

@@ -24,6 +24,7 @@ from .._core import (
     check_is_fitted,
     check_memory,
     check_param,
+    few_threads,
     resolve_fit_context,
     to_numpy,
 )
@@ -60,6 +61,9 @@ _GN_TOL = 1e-3
 #: from the group's sums (ALS and the stochastic solvers work on the local
 #: data structures of one process).
 _GROUP_SOLVERS = ("gauss_newton", "gradient_descent")
+#: Fits with at most this many embedding entries ((m + n) k) and observed
+#: pairs run on one torch / BLAS thread (see ``fit``).
+_SMALL = 2**16
 #: The class of a process group, where this build of torch has one.
 _PROCESS_GROUP = getattr(dist, "ProcessGroup", None) if dist.is_available() else None
 
@@ -563,22 +567,29 @@ class TwoTowerModel(BaseEstimator):
         options = dict(self.solver_options or {})
         self.solver_ = self._resolve_solver(user_tower, item_tower, distributed)
         _check_solver_options(self.solver_, options, type(self).__name__)
-        self.warm_start_history_ = None
-        if self.solver == "auto" and self.solver_ == "gauss_newton":
-            self.warm_start_history_ = self._warm_start(
-                (a, b), user_tower, item_tower, data, ctx
+        # Small problems run on one thread: their tensors gain nothing from
+        # more, and on a busy machine every parallel region then waits for a
+        # descheduled thread (the example of examples/ took 59 s with two
+        # threads beside one busy core, 5.9 s with one).
+        k = widths["user"]
+        small = ctx.device.type == "cpu" and max((m + n) * k, len(data)) <= _SMALL
+        with few_threads(1, enabled=small):
+            self.warm_start_history_ = None
+            if self.solver == "auto" and self.solver_ == "gauss_newton":
+                self.warm_start_history_ = self._warm_start(
+                    (a, b), user_tower, item_tower, data, ctx
+                )
+                if distributed:  # bitwise one start, whatever each process's rounding
+                    objective._broadcast_parameters()
+            result = SOLVERS.get(self.solver_)(
+                objective,
+                objective.initial_point(),
+                max_iter=self.max_iter,
+                random_state=ctx.random_state,
+                verbose=self.verbose,
+                callback=callback,
+                **self._stopping(self.solver_, options),
             )
-            if distributed:  # bitwise one start, whatever each process's rounding
-                objective._broadcast_parameters()
-        result = SOLVERS.get(self.solver_)(
-            objective,
-            objective.initial_point(),
-            max_iter=self.max_iter,
-            random_state=ctx.random_state,
-            verbose=self.verbose,
-            callback=callback,
-            **self._stopping(self.solver_, options),
-        )
         objective.load(result.x)
         P, Q = objective.embeddings(result.x)
         self.user_tower_, self.item_tower_ = user_tower, item_tower
