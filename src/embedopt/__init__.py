@@ -32,9 +32,15 @@ metrics
     Error metrics.
 """
 
+# Before anything imports torch: see _openmp (spinning OpenMP threads stall
+# every parallel region when another process holds a core).
+from ._openmp import prefer_passive_wait as _prefer_passive_wait
+
+_prefer_passive_wait()
+
 # The exception and warning classes every package raises, at the top level.
-from ._core import exceptions as _exceptions
-from ._core.exceptions import *  # noqa: F403
+from ._core import exceptions as _exceptions  # noqa: E402
+from ._core.exceptions import *  # noqa: E402, F403
 
 __version__ = "0.1.0.dev0"
 
