@@ -338,6 +338,7 @@ def solver_monitor(
     owner: str | None,
     nonfinite_hint: str,
     stopping: Callable[[History], bool] | None = None,
+    budget: bool = False,
 ) -> IterationMonitor:
     """The monitor of a solver, from the parameters every solver takes.
 
@@ -354,6 +355,8 @@ def solver_monitor(
         The likely cause a NaN or inf objective reports.
     stopping : callable, optional
         Stopping rule; default :class:`RelativeChange` of ``tol``.
+    budget : bool
+        Run exactly ``max_iter`` iterations (see :class:`IterationMonitor`).
 
     Returns
     -------
@@ -369,6 +372,7 @@ def solver_monitor(
         callback=callback,
         owner=owner,
         nonfinite_hint=nonfinite_hint,
+        budget=budget,
     )
 
 

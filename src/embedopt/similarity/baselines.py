@@ -40,7 +40,8 @@ from .._core import (
 from ..linalg import sparse_normal_equations, sparse_normal_equations_cg
 from ..linalg.points import norm
 from ..nn import EmbeddingTower
-from ..optim import IterationMonitor, RelativeChange, SolverResult
+from ..optim import RelativeChange, SolverResult
+from ..optim.monitor import solver_monitor
 from .losses import SquareLoss
 from .objective import AllPairsObjective, table_parameter
 
@@ -332,16 +333,8 @@ def _monitor(
         stopping = RelativeChange(tol)
     else:
         stopping = lambda h: h.last("grad_norm") <= tol * start["grad_norm"]  # noqa: E731
-    return IterationMonitor(
-        name,
-        max_iter,
-        tol,
-        stopping=stopping,
-        verbose=verbose,
-        callback=callback,
-        owner=owner or name,
-        nonfinite_hint=hint,
-        budget=tol == 0,
+    return solver_monitor(
+        name, max_iter, tol, verbose, callback, owner or name, hint, stopping, tol == 0
     )
 
 
