@@ -9,6 +9,16 @@ threads against 0.89 s on one, and a ``TwoTowerModel()`` fit on MovieLens-1M
 41.7 s against 5.3 s. With ``OMP_WAIT_POLICY=PASSIVE`` (threads sleep
 instead of spinning) the same two-thread fits took 1.27 s and 4.9 s.
 
+The price is paid on an idle machine, where sleeping threads wake up later
+than spinning ones: the MovieLens-100K fit took 1.18 s instead of 0.70 s
+(two threads; 0.97 s on one), the MovieLens-1M fit 14.1 s instead of
+12.7 s. A 1.1-1.7x loss when nothing else runs against a 10-25x loss
+whenever anything else does (on a machine of any size, as soon as another
+process takes one of the cores torch's threads were counted on): the
+library takes the robust setting. Set ``OMP_WAIT_POLICY`` (or
+``GOMP_SPINCOUNT``) yourself to choose otherwise; embedopt never overrides
+it.
+
 The runtime reads the variable once, when it is loaded, so it has to be in
 the environment before ``import torch``. Importing embedopt first sets it
 (only where the user has not set it); a process that imported torch before
