@@ -198,8 +198,9 @@ def test_pair_gradient_is_the_dense_gradient():
     )
 
 
-def test_value_reusing_the_gradient_product_matches_dense_formula():
-    # after G Y (or G X) the value takes lam tr(X^T Lap Y) from <X, G Y>
+def test_value_after_a_gradient_product_matches_dense_formula():
+    # the fused G = S(r) + lam Lap is built on the first product; the value
+    # must not depend on which products came first
     prob = tiny_npkl()
     f = dense_objective(prob)
     X, Y = _factors()

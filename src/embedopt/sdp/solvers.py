@@ -879,8 +879,7 @@ def burer_monteiro(
 
         def fun(V):
             g = problem.gradient(V, V)
-            grad = _bm_gradient(g, V)  # first: the value then reuses G V
-            return g.value, grad
+            return g.value, _bm_gradient(g, V)
 
         result = lbfgs(
             fun,
