@@ -193,9 +193,11 @@ def test_pair_gradient_is_the_dense_gradient():
     Z = (X @ Y.T).requires_grad_(True)
     (G,) = torch.autograd.grad(f(Z), Z)
     resid = prob.pair_values(X, Y) - prob.pair_target
-    torch.testing.assert_close(
-        prob.pair_gradient(resid).to_dense(), G, rtol=1e-12, atol=1e-12
-    )
+    old = prob.pair_gradient(torch.ones_like(resid))
+    for out in (None, old):  # fresh, and rewritten in place
+        G_csr = prob.pair_gradient(resid, out=out)
+        torch.testing.assert_close(G_csr.to_dense(), G, rtol=1e-12, atol=1e-12)
+    assert G_csr is old
 
 
 def test_value_after_a_gradient_product_matches_dense_formula():

@@ -281,7 +281,7 @@ class NPKLProblem:
         prod = left.index_select(0, self.rows) * right.index_select(0, self.cols)
         return 0.5 * prod.view(m, len(others), -1).sum(2)
 
-    def pair_gradient(self, resid: torch.Tensor) -> torch.Tensor:
+    def pair_gradient(self, resid: torch.Tensor, out=None) -> torch.Tensor:
         """``G = S(resid) + lam Lap`` as one CSR matrix (the gradient of f).
 
         ``S(r) = sum_p r_p (e_i e_j^T + e_j e_i^T) / 2``; with
@@ -293,6 +293,10 @@ class NPKLProblem:
         Parameters
         ----------
         resid : torch.Tensor, shape (|Omega|,)
+        out : torch.Tensor, optional
+            A matrix returned by an earlier call: its values are overwritten
+            in place and it is returned (no new CSR tensor; AAGD rebuilds G
+            every half-step).
 
         Returns
         -------
@@ -300,7 +304,11 @@ class NPKLProblem:
             Sparse CSR, shape (n, n), symmetric.
         """
         crow, col, pair, weight, lap = self._fused
-        values = torch.addcmul(lap, weight, resid.index_select(0, pair))
+        gathered = resid.index_select(0, pair)
+        if out is not None:
+            torch.addcmul(lap, weight, gathered, out=out.values())
+            return out
+        values = torch.addcmul(lap, weight, gathered)
         return csr_tensor(crow, col, values, (self.n, self.n))
 
     def _lap(self, W: torch.Tensor) -> torch.Tensor:
@@ -318,7 +326,12 @@ class NPKLProblem:
         -------
         float
         """
-        return self.gradient(X, Y).value
+        resid = (self.pair_values(X, Y) - self.target).double()
+        terms = [0.5 * resid.dot(resid)]
+        if self.laplacian is not None:
+            lin = X.reshape(-1).double().dot(self._lap(Y).reshape(-1).double())
+            terms.append(self.lam * lin)
+        return sum(torch.stack(terms).tolist())  # one synchronization
 
     def gradient(self, X: torch.Tensor, Y: torch.Tensor) -> FactorGradient:
         """``f(X Y^T)`` and ``G = nabla f(X Y^T)`` as a (symmetric) operator.

@@ -481,6 +481,7 @@ class _PairAAGDState:
         self.vector = [None, None]  # power-iteration vector per block
         self.norm = [None, None]  # its last ||G||_2 estimate
         self.k = 0
+        self.G = None  # the gradient matrix, rebuilt in place every half-step
         self.recompute()
 
     def recompute(self):
@@ -524,7 +525,8 @@ class _PairAAGDState:
         A_hat = torch.add(A, dA, alpha=omega) if omega else A  # step 5 / 8
         s_hat = torch.add(S[:, 0, 0], S[:, 1, 0], alpha=omega)  # s(A_hat, B)
         resid = s_hat - p.pair_target
-        G = p.pair_gradient(resid)
+        # G in place: the previous half-step's matrix is no longer needed
+        G = self.G = p.pair_gradient(resid, out=self.G)
         r = B.shape[1]
         if isinstance(self.rule, float):
             GB = G @ B
@@ -544,13 +546,15 @@ class _PairAAGDState:
         diff = A_hat - B
         D = torch.add(GB, diff, alpha=gamma)  # nabla F (eq. 3)
         c = p.cross_pair_values(D, [B, dB])  # s(D, B), s(D, dB)
-        c0, Dv, diffv = c[:, 0], D.view(-1), diff.view(-1)
+        # sums in float64 whatever the dtype (no-op conversions in float64)
+        c0, Dv, diffv = c[:, 0].double(), D.view(-1).double(), diff.view(-1).double()
         scalars = [Dv.dot(Dv), c0.dot(c0)]
         if not first:  # the surrogate and the gap, after the Y-step only
+            r64 = resid.double()
             scalars += [
-                A_hat.view(-1).dot(GB.reshape(-1)),
-                resid.dot(resid),
-                resid.dot(p.pair_target),
+                A_hat.reshape(-1).double().dot(GB.reshape(-1).double()),
+                r64.dot(r64),
+                r64.dot(p.pair_target.double()),
                 diffv.dot(diffv),
                 diffv.dot(Dv),
             ]
