@@ -564,9 +564,9 @@ class _PairAAGDState:
         tau = dd / (curv + gamma * dd) if dd > 0 else 0.0
         new = torch.add(A_hat, D, alpha=-tau) if tau else A_hat
         # S rows of (A, dA) -> (A_new, dA_new): dA_new = omega dA - tau D
-        move = torch.add(S[:, 1] * omega, c, alpha=-tau)
+        move = S[:, 1]
+        move.mul_(omega).add_(c, alpha=-tau)
         S[:, 0] += move
-        S[:, 1] = move
         dA_new = new - A
         if first:
             self.X, self.dX = new, dA_new
