@@ -278,7 +278,8 @@ class NPKLProblem:
         m = len(self.rows)
         left = torch.cat([M for B in others for M in (D, B)], 1)
         right = torch.cat([M for B in others for M in (B, D)], 1)
-        prod = left.index_select(0, self.rows) * right.index_select(0, self.cols)
+        prod = left.index_select(0, self.rows)
+        prod *= right.index_select(0, self.cols)
         return 0.5 * prod.view(m, len(others), -1).sum(2)
 
     def pair_gradient(self, resid: torch.Tensor, out=None) -> torch.Tensor:
