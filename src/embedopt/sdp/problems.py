@@ -14,9 +14,17 @@ A problem never forms an n x n matrix; it answers, at ``Z = X Y^T``:
   along a direction (Proposition 2, eq. 22; the quartic line search of
   Burer & Choi for ``f(V V^T)``).
 
-:class:`NPKLProblem` is eq. 13 (nonparametric kernel learning); every oracle
-costs ``O((|Omega| + nnz(Lap)) r)``. :func:`knn_laplacian` builds its graph
-Laplacian, :func:`sample_pairs` its must-link / cannot-link pairs from labels.
+Optionally, a quadratic ``f(Z) = 1/2 ||s(Z) - T||^2 + <C, Z>`` whose values
+``s`` on a pair set Omega are bilinear in the factors also gives them
+directly (``pair_values``, ``cross_pair_values``, ``pair_target``) and its
+gradient for given residuals as one sparse matrix (``pair_gradient``); AAGD
+then tracks the pair values across its steps instead of recomputing them
+(:func:`~embedopt.sdp.aagd`).
+
+:class:`NPKLProblem` is eq. 13 (nonparametric kernel learning), with that
+interface; every oracle costs ``O((|Omega| + nnz(Lap)) r)``.
+:func:`knn_laplacian` builds its graph Laplacian, :func:`sample_pairs` its
+must-link / cannot-link pairs from labels.
 
 Precision: the solvers of :mod:`embedopt.sdp` default to float64, because the
 SDP objective is certified to 1e-6 relative accuracy and float32 rounding of
