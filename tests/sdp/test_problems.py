@@ -214,3 +214,20 @@ def test_value_after_a_gradient_product_matches_dense_formula():
     g = prob.gradient(X, X)
     g.matmul(X)
     assert g.value == pytest.approx(float(f(X @ X.T)), rel=1e-12)
+
+
+def test_pair_values_in_blocks_match_one_block():
+    prob = tiny_npkl()
+    X, Y = _factors()
+    D, B = _factors(seed=3)
+    whole = (prob.pair_values(X, Y), prob.pair_values(X, X))
+    cross = prob.cross_pair_values(D, [X, Y])
+    prob._BLOCK = 7  # blocks of 1-3 pairs, the last one short
+    torch.testing.assert_close(prob.pair_values(X, Y), whole[0], rtol=0, atol=1e-14)
+    torch.testing.assert_close(prob.pair_values(X, X), whole[1], rtol=0, atol=1e-14)
+    torch.testing.assert_close(
+        prob.cross_pair_values(D, [X, Y]), cross, rtol=0, atol=1e-14
+    )
+    torch.testing.assert_close(
+        prob.pair_values(X, Y), _dense_pair_values(prob, X, Y), rtol=1e-12, atol=1e-12
+    )
