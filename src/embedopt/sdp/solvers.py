@@ -457,8 +457,9 @@ class _PairAAGDState:
     (+ the penalty), free from the same product (``<A, S(r) B> = sum_p
     r_p s_p(A, B)``); only the objective ``f(Y_k Y_k^T)`` of the stopping
     rule costs its own pass. S is recomputed exactly every ``refresh``
-    iterations and at restarts, so rounding cannot accumulate (tracked and
-    fresh values agree to about 1e-14 relative in float64; test
+    iterations (a restart zeroes its momentum columns exactly), so rounding
+    cannot accumulate (after ``refresh - 1`` iterations tracked and fresh
+    values agree to 1e-12 in float64; test
     ``test_tracked_pair_values_match_a_fresh_computation``).
 
     The gamma estimate (steps 4, 7) is that of :func:`estimate_gamma` with
