@@ -161,3 +161,73 @@ def test_bad_laplacian():
         NPKLProblem(4, laplacian=sp.identity(5))
     with pytest.raises(DataValidationError, match="symmetric"):
         NPKLProblem(4, laplacian=sp.csr_matrix(np.triu(np.ones((4, 4)))))
+
+
+def _dense_pair_values(prob, U, V):
+    S = 0.5 * (U @ V.T + V @ U.T)
+    return S[prob.rows, prob.cols]
+
+
+def test_pair_values_are_the_symmetrized_entries():
+    prob = tiny_npkl()
+    X, Y = _factors()
+    torch.testing.assert_close(
+        prob.pair_values(X, Y), _dense_pair_values(prob, X, Y), rtol=1e-12, atol=1e-12
+    )
+    torch.testing.assert_close(
+        prob.pair_values(X, X), _dense_pair_values(prob, X, X), rtol=1e-12, atol=1e-12
+    )
+    D, B = _factors(seed=3)
+    c = prob.cross_pair_values(D, [X, Y, B])
+    assert c.shape == (len(prob.rows), 3)
+    for k, other in enumerate((X, Y, B)):
+        torch.testing.assert_close(
+            c[:, k], _dense_pair_values(prob, D, other), rtol=1e-12, atol=1e-12
+        )
+
+
+def test_pair_gradient_is_the_dense_gradient():
+    prob = tiny_npkl()
+    f = dense_objective(prob)
+    X, Y = _factors()
+    Z = (X @ Y.T).requires_grad_(True)
+    (G,) = torch.autograd.grad(f(Z), Z)
+    resid = prob.pair_values(X, Y) - prob.pair_target
+    old = prob.pair_gradient(torch.ones_like(resid))
+    for out in (None, old):  # fresh, and rewritten in place
+        G_csr = prob.pair_gradient(resid, out=out)
+        torch.testing.assert_close(G_csr.to_dense(), G, rtol=1e-12, atol=1e-12)
+    assert G_csr is old
+
+
+def test_value_after_a_gradient_product_matches_dense_formula():
+    # the fused G = S(r) + lam Lap is built on the first product; the value
+    # must not depend on which products came first
+    prob = tiny_npkl()
+    f = dense_objective(prob)
+    X, Y = _factors()
+    want = float(f(X @ Y.T))
+    for W in ("X", "Y"):
+        g = prob.gradient(X, Y)
+        g.matmul(X if W == "X" else Y)
+        assert g.value == pytest.approx(want, rel=1e-12)
+    g = prob.gradient(X, X)
+    g.matmul(X)
+    assert g.value == pytest.approx(float(f(X @ X.T)), rel=1e-12)
+
+
+def test_pair_values_in_blocks_match_one_block():
+    prob = tiny_npkl()
+    X, Y = _factors()
+    D, B = _factors(seed=3)
+    whole = (prob.pair_values(X, Y), prob.pair_values(X, X))
+    cross = prob.cross_pair_values(D, [X, Y])
+    prob._BLOCK = 7  # blocks of 1-3 pairs, the last one short
+    torch.testing.assert_close(prob.pair_values(X, Y), whole[0], rtol=0, atol=1e-14)
+    torch.testing.assert_close(prob.pair_values(X, X), whole[1], rtol=0, atol=1e-14)
+    torch.testing.assert_close(
+        prob.cross_pair_values(D, [X, Y]), cross, rtol=0, atol=1e-14
+    )
+    torch.testing.assert_close(
+        prob.pair_values(X, Y), _dense_pair_values(prob, X, Y), rtol=1e-12, atol=1e-12
+    )

