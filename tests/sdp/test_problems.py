@@ -219,7 +219,7 @@ def test_value_after_a_gradient_product_matches_dense_formula():
 def test_pair_values_in_blocks_match_one_block():
     prob = tiny_npkl()
     X, Y = _factors()
-    D, B = _factors(seed=3)
+    D, _ = _factors(seed=3)
     whole = (prob.pair_values(X, Y), prob.pair_values(X, X))
     cross = prob.cross_pair_values(D, [X, Y])
     prob._BLOCK = 7  # blocks of 1-3 pairs, the last one short
