@@ -160,20 +160,39 @@ def test_warm_start_basis():
     assert r.shape == (20, 1) and torch.isclose(r.norm(), torch.tensor(1.0, dtype=D))
 
 
+@pytest.mark.parametrize("k", [8, 160])  # the GEMM and the triangular-solve paths
+@pytest.mark.parametrize("passes", [2, 1])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_orthonormalize_matches_householder_span(dtype):
+def test_orthonormalize_matches_householder_span(dtype, passes, k):
     g = torch.Generator().manual_seed(0)
-    X = torch.randn(500, 8, generator=g, dtype=dtype)
+    X = torch.randn(500, k, generator=g, dtype=dtype)
     X[:, 0] *= 1e3  # condition number ~1e3
-    Q = orthonormalize(X)
-    tol = 1e-5 if dtype == torch.float32 else 1e-12
-    torch.testing.assert_close(Q.T @ Q, torch.eye(8, dtype=dtype), atol=tol, rtol=0)
+    Q = orthonormalize(X, passes=passes)
+    # one float64 pass: orthogonal to about cond^2 1e-16 = 1e-10
+    tol = 1e-5 if dtype == torch.float32 else (1e-12 if passes == 2 else 1e-9)
+    torch.testing.assert_close(Q.T @ Q, torch.eye(k, dtype=dtype), atol=tol, rtol=0)
     # same span as X: projecting X on span(Q) gives X back
     torch.testing.assert_close(Q @ (Q.T @ X), X, atol=tol * 1e3, rtol=tol)
     # rank-deficient input falls back to Householder and stays orthonormal
     Xd = torch.cat([X[:, :3], X[:, :3]], 1)
-    Qd = orthonormalize(Xd)
+    Qd = orthonormalize(Xd, passes=passes)
     torch.testing.assert_close(Qd.T @ Qd, torch.eye(6, dtype=dtype), atol=tol, rtol=0)
+
+
+def test_thin_svd_in_float32_keeps_float32_accuracy():
+    # Ub is formed in W's dtype: W is reproduced to float32 rounding of its norm
+    g = torch.Generator().manual_seed(0)
+    W64 = torch.randn(400, 6, generator=g, dtype=D) * torch.tensor(
+        [9, 5, 3, 2, 1, 0.5], dtype=D
+    )
+    W = W64.float()
+    Ub, S, Vb = thin_svd(W)
+    assert Ub.dtype == S.dtype == Vb.dtype == torch.float32
+    torch.testing.assert_close(
+        S.double(), torch.linalg.svdvals(W.double()), rtol=1e-6, atol=0
+    )
+    err = (Ub @ torch.diag(S) @ Vb.T - W).abs().max()
+    assert err < 1e-5 * W.abs().max()
 
 
 def test_thin_svd_matches_lapack():
