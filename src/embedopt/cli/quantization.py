@@ -93,20 +93,22 @@ def add_arguments(p) -> None:
         help="comma list among none, opq, gcd-r, gcd-g, gcd-s, gcd-r-overlap, "
         "gcd-g-overlap, cayley, unconstrained",
     )
+    # The estimator's defaults: a user sees what ProductQuantizer() gives
+    # (identity + gradient are the paper's Fig. 2 setting: pass them).
     p.add_argument(
         "--rotation-init",
-        default="identity",
+        default="eigenvalue",
         choices=["identity", "random", "eigenvalue"],
-        help="starting rotation",
+        help="starting rotation (default: eigenvalue allocation, the model's)",
     )
     p.add_argument(
         "--steps", type=int_type(1), default=5, help="GCD steps per iteration"
     )
     p.add_argument(
         "--step-rule",
-        default="gradient",
+        default="exact",
         choices=["gradient", "exact"],
-        help="GCD angle rule",
+        help="GCD angle rule (default: exact, the model's; gradient: the paper's)",
     )
     add_seed_option(p)
     add_device_option(p)
