@@ -45,12 +45,17 @@ def test_gradient_products_match_autograd_and_finite_differences():
     check_grad(lambda P: f(P[0] @ P[1].T), (X, Y), (g.matmul(Y), g.rmatmul(X)))
 
 
-def test_gradient_operator_is_the_dense_gradient():
+def _dense_setup():
+    """A tiny NPKL problem, two factors and autograd's n x n gradient at X Y^T."""
     prob = tiny_npkl()
-    f = dense_objective(prob)
     X, Y = _factors()
     Z = (X @ Y.T).requires_grad_(True)
-    (G,) = torch.autograd.grad(f(Z), Z)
+    (G,) = torch.autograd.grad(dense_objective(prob)(Z), Z)
+    return prob, X, Y, G
+
+
+def test_gradient_operator_is_the_dense_gradient():
+    prob, X, Y, G = _dense_setup()
     W = torch.randn(12, 5, dtype=torch.float64)
     g = prob.gradient(X, Y)
     torch.testing.assert_close(g.matmul(W), G @ W)
@@ -187,11 +192,7 @@ def test_pair_values_are_the_symmetrized_entries():
 
 
 def test_pair_gradient_is_the_dense_gradient():
-    prob = tiny_npkl()
-    f = dense_objective(prob)
-    X, Y = _factors()
-    Z = (X @ Y.T).requires_grad_(True)
-    (G,) = torch.autograd.grad(f(Z), Z)
+    prob, X, Y, G = _dense_setup()
     resid = prob.pair_values(X, Y) - prob.pair_target
     old = prob.pair_gradient(torch.ones_like(resid))
     for out in (None, old):  # fresh, and rewritten in place
