@@ -45,7 +45,6 @@ import warnings
 import numpy as np
 
 from embedopt.data import (
-    Comparisons,
     load_eurodist,
     load_music_triplets,
     make_all_triplets,
@@ -74,9 +73,7 @@ def music(seed: int):
 def eurodist(seed: int):
     D = load_eurodist().distances
     train = make_random_triplets(distances=D, n_triplets=2000, random_state=seed)
-    seen = {tuple(t) for t in train.indices}
-    everything = make_all_triplets(distances=D).indices
-    test = Comparisons(np.array([t for t in everything if tuple(t) not in seen]))
+    test = make_all_triplets(distances=D, exclude=train)
     return train, test, D.shape[0], 2
 
 

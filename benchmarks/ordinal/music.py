@@ -32,7 +32,6 @@ import warnings
 import numpy as np
 
 from embedopt.data import (
-    Comparisons,
     load_eurodist,
     load_music_triplets,
     make_all_triplets,
@@ -104,12 +103,7 @@ def eurodist(seed: int = 0):
     data = load_eurodist()
     D = data.distances
     train = make_random_triplets(distances=D, n_triplets=2000, random_state=seed)
-    seen = {tuple(t) for t in train.indices}
-    test = Comparisons(
-        np.array(
-            [t for t in make_all_triplets(distances=D).indices if tuple(t) not in seen]
-        )
-    )
+    test = make_all_triplets(distances=D, exclude=train)
     mds = classical_mds(D, 2)
     out = {"n_train": len(train), "n_test": len(test)}
     embeddings = {"classical MDS (distances)": mds}

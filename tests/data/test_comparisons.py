@@ -110,6 +110,22 @@ def test_all_triplets_count_and_orientation():
     assert len(make_all_triplets(distances=D)) == 2  # the tie at object 0 dropped
 
 
+def test_all_triplets_exclude_leaves_out_the_questions_asked():
+    P = np.random.default_rng(1).normal(size=(9, 2))
+    train = make_random_triplets(P, 60, random_state=0)
+    flipped = train.indices[:5][:, [0, 2, 1]]  # the same questions, reversed
+    held = make_all_triplets(P, exclude=np.vstack([train.indices[5:], flipped]))
+    asked = {(i, min(j, k), max(j, k)) for i, j, k in train.indices}
+    everything = make_all_triplets(P).indices
+    naive = [t for t in everything if (t[0], min(t[1:]), max(t[1:])) not in asked]
+    np.testing.assert_array_equal(held.indices, np.array(naive))
+    assert len(held) == len(everything) - len(asked)
+    with pytest.raises(DataValidationError, match="same 9 objects"):
+        make_all_triplets(P, exclude=[[0, 1, 9]])
+    with pytest.raises(DataValidationError, match=r"\(m, 3\) integer array"):
+        make_all_triplets(P, exclude=np.zeros((2, 4), dtype=int))
+
+
 def test_flip_rate_flips_exactly_that_fraction():
     P = np.random.default_rng(2).normal(size=(30, 2))
     c = make_random_triplets(P, 1000, random_state=0)

@@ -8,11 +8,9 @@ change of a default that costs quality fails here. No peer is needed.
 
 import warnings
 
-import numpy as np
 import pytest
 
 from embedopt.data import (
-    Comparisons,
     load_eurodist,
     load_music_triplets,
     make_all_triplets,
@@ -79,9 +77,7 @@ def test_defaults_on_the_music_triplets(music, loss):
 def eurodist():
     D = load_eurodist().distances
     train = make_random_triplets(distances=D, n_triplets=2000, random_state=0)
-    seen = {tuple(t) for t in train.indices}
-    rest = [t for t in make_all_triplets(distances=D).indices if tuple(t) not in seen]
-    return train, Comparisons(np.array(rest), n_objects=D.shape[0])
+    return train, make_all_triplets(distances=D, exclude=train)
 
 
 @requires_dataset("eurodist")

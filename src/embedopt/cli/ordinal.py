@@ -164,17 +164,13 @@ def _load(args):
 
         data = load_eurodist(args.data_dir)
         D = data.distances
-        every = make_all_triplets(distances=D)
         train = make_random_triplets(distances=D, n_triplets=2000, random_state=rng)
-        seen = {tuple(t) for t in train.indices}
-        test_idx = [t for t in every.indices if tuple(t) not in seen]
-        if not test_idx:
+        test = make_all_triplets(distances=D, exclude=train)
+        if not len(test):
             raise CommandError(
                 f"the eurodist distances have {len(D)} cities: the 2000 training "
-                f"triplets drawn cover all {len(every)} of their triplets, none is "
-                "left to test"
+                "triplets drawn cover all of their triplets, none is left to test"
             )
-        test = Comparisons(np.array(test_idx), n_objects=train.n_objects)
         return dict(train=train, test=test, p=2, names=list(data.names))
     raw = load_csv(args.data, columns=(3, 4), layout="i,j,k or i,j,l,k")
     comps = Comparisons(raw)

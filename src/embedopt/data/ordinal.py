@@ -130,7 +130,7 @@ def make_random_triplets(
     return flip_comparisons(comps, flip_rate, random_state=rng) if flip_rate else comps
 
 
-def make_all_triplets(points=None, *, distances=None) -> Comparisons:
+def make_all_triplets(points=None, *, distances=None, exclude=None) -> Comparisons:
     """Every triplet ``(i, j, k)`` with ``j < k`` (both orders are one question).
 
     There are ``n (n - 1) (n - 2) / 2`` of them before exact ties are dropped;
@@ -140,10 +140,18 @@ def make_all_triplets(points=None, *, distances=None) -> Comparisons:
     ----------
     points : array-like, shape (n, d), optional
     distances : array-like, shape (n, n), optional
+    exclude : Comparisons or array-like of int, shape (m, 3), optional
+        Triplets whose questions are left out, in either orientation: the
+        held-out set of a sample drawn from the same objects.
 
     Returns
     -------
     Comparisons
+
+    Raises
+    ------
+    DataValidationError
+        If ``exclude`` is not triplets of indices below n.
     """
     data, is_points = _check_inputs(points, distances)
     n = data.shape[0]
@@ -152,7 +160,25 @@ def make_all_triplets(points=None, *, distances=None) -> Comparisons:
     j, k = np.tile(j, n), np.tile(k, n)
     keep = (i != j) & (i != k)
     T = np.stack([i[keep], j[keep], k[keep]], axis=1).astype(np.int64)
+    if exclude is not None:
+        T = T[~np.isin(_question_keys(T, n), _excluded_keys(exclude, n))]
     return Comparisons(_orient_by(data, is_points, T), n_objects=n, validate=False)
+
+
+def _excluded_keys(exclude, n: int) -> np.ndarray:
+    """The question keys of ``exclude``, checked to be triplets of n objects."""
+    T = np.asarray(getattr(exclude, "indices", exclude))
+    if T.ndim != 2 or T.shape[1] != 3 or not np.issubdtype(T.dtype, np.integer):
+        raise DataValidationError(
+            "exclude must be triplets: a Comparisons or an (m, 3) integer array; "
+            f"got shape {T.shape} and dtype {T.dtype}."
+        )
+    if T.size and (T.min() < 0 or T.max() >= n):
+        raise DataValidationError(
+            f"exclude holds object indices outside [0, {n}) (min {int(T.min())}, "
+            f"max {int(T.max())}); it must come from the same {n} objects."
+        )
+    return _question_keys(T, n)
 
 
 def flip_comparisons(
