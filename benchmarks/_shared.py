@@ -250,6 +250,28 @@ def defaults_table(rows: list[dict]) -> str:
     )
 
 
+def report_defaults(name: str, args, rows: list[dict]) -> str:
+    """Print and write a defaults-vs-peer run: :func:`defaults_table` of
+    ``rows`` to stdout and, with ``args.quick`` / ``seeds`` / ``threads``
+    as its configuration, to ``<args.out>/<name>[_quick].{json,md}``.
+
+    Returns
+    -------
+    str
+        The Markdown table.
+    """
+    md = defaults_table(rows)
+    print(md)
+    write(
+        name + ("_quick" if args.quick else ""),
+        args.out,
+        dict(quick=args.quick, seeds=args.seeds, threads=args.threads),
+        dict(rows=rows),
+        md,
+    )
+    return md
+
+
 def _jsonable(o):
     """Plain JSON values: NumPy scalars and arrays converted, NaN / inf as null."""
     import numpy as np

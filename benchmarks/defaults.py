@@ -68,15 +68,7 @@ def main():
             r.pop("runs", None)
             r["domain"] = domain
         rows += got
-    md = _shared.defaults_table(rows)
-    print(md)
-    _shared.write(
-        "defaults" + ("_quick" if args.quick else ""),
-        args.out,
-        dict(quick=args.quick, seeds=args.seeds, threads=args.threads),
-        dict(rows=rows),
-        md,
-    )
+    _shared.report_defaults("defaults", args, rows)
 
 
 if __name__ == "__main__":

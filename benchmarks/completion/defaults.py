@@ -235,15 +235,7 @@ def main():
     args = p.parse_args()
     _shared.setup(args)
     rs = rows(args.quick, args.seeds, args.peer_python, args.data_dir)
-    md = _shared.defaults_table(rs)
-    print(md)
-    _shared.write(
-        "completion_defaults" + ("_quick" if args.quick else ""),
-        args.out,
-        dict(quick=args.quick, seeds=args.seeds, threads=args.threads),
-        dict(rows=rs),
-        md,
-    )
+    _shared.report_defaults("completion_defaults", args, rs)
 
 
 if __name__ == "__main__":
