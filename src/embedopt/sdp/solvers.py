@@ -289,10 +289,7 @@ def estimate_gamma(
     if gradient is None:
         gradient = problem.gradient(X, Y)
     if vector is None:
-        # A fixed generic start (not the all-ones vector, which a gradient with
-        # G 1 = 0, e.g. CMVU's, annihilates); seeded, so runs stay reproducible.
-        g = torch.Generator(device="cpu").manual_seed(0)
-        vector = torch.randn(X.shape[0], 1, generator=g, dtype=X.dtype).to(X.device)
+        vector = _generic_start(X)
         min_iter, max_iter = 5, 20
     else:
         min_iter, max_iter = 1, 10
@@ -317,11 +314,30 @@ def _gamma_from_norm(
     return GammaEstimate(gamma, L, sigma, vector)
 
 
+def _generic_start(X: torch.Tensor) -> torch.Tensor:
+    """The cold start of the power iteration on G (n x n), a unit column.
+
+    A fixed generic vector (not the all-ones vector, which a gradient with
+    G 1 = 0, e.g. CMVU's, annihilates); seeded, so runs stay reproducible.
+    """
+    g = torch.Generator(device="cpu").manual_seed(0)
+    v = torch.randn(X.shape[0], 1, generator=g, dtype=X.dtype).to(X.device)
+    return v / v.norm()
+
+
 def _power_norm(gradient, vector, min_iter: int, max_iter: int, tol: float):
     """``||G||_2`` by power iterations until the estimate settles."""
     est, vector = gradient.spectral_norm(vector, min_iter)
-    for _ in range(max_iter - min_iter):
-        new, vector = gradient.spectral_norm(vector, 1)
+    return _settle(
+        lambda v: gradient.spectral_norm(v, 1), est, vector, max_iter - min_iter, tol
+    )
+
+
+def _settle(step, est: float, vector, at_most: int, tol: float):
+    """Further power iterations ``step(v) -> (estimate, v)`` until two
+    successive estimates agree to ``tol`` (relative), ``at_most`` of them."""
+    for _ in range(at_most):
+        new, vector = step(vector)
         settled = abs(new - est) <= tol * new
         est = new
         if settled:
@@ -495,22 +511,23 @@ class _PairAAGDState:
 
     def _power(self, G, GB_v, block: int, n_cols: int):
         """The ``||G||_2`` estimate after the fused product (see the class doc)."""
-        Gv = GB_v[:, n_cols:]
+        tiny = torch.finfo(GB_v.dtype).tiny
+
+        def step(v):
+            w = G @ v
+            est = float(w.norm())
+            return est, w / max(est, tiny)
+
+        Gv = GB_v[:, n_cols:]  # the fused first iteration
         est = float(Gv.norm())
-        tiny = torch.finfo(Gv.dtype).tiny
         v = Gv / max(est, tiny)
         prev = self.norm[block]
         if prev is None:  # cold start: 5 to 20 iterations, as estimate_gamma
-            done, min_it, max_it, settled = 1, 5, 20, False
-        else:
-            done, min_it, max_it = 1, 1, 10
-            settled = abs(est - prev) <= self.power_tol * est
-        while done < max_it and (done < min_it or not settled):
-            w = G @ v
-            new = float(w.norm())
-            settled = abs(new - est) <= self.power_tol * new
-            est, v = new, w / max(new, tiny)
-            done += 1
+            for _ in range(3):
+                est, v = step(v)
+            est, v = _settle(step, est, v, 16, self.power_tol)
+        elif abs(est - prev) > self.power_tol * est:  # warm: at most 10
+            est, v = _settle(step, est, v, 9, self.power_tol)
         self.vector[block], self.norm[block] = v, est
         return est
 
@@ -534,11 +551,8 @@ class _PairAAGDState:
             gamma = self.rule
         else:
             v = self.vector[block]
-            if v is None:  # the fixed generic start of estimate_gamma
-                gen = torch.Generator(device="cpu").manual_seed(0)
-                v = torch.randn(A.shape[0], 1, generator=gen, dtype=A.dtype)
-                v = v.to(A.device)
-                v = v / v.norm()
+            if v is None:
+                v = _generic_start(A)
             GBv = G @ torch.cat([B, v], 1)
             GB = GBv[:, :r]
             g_norm = self._power(G, GBv, block, r)
