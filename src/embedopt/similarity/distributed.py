@@ -214,13 +214,19 @@ class DistributedAllPairsObjective(AllPairsObjective):
                 f"towers on a CUDA device; they are on {self.device}. Move them to "
                 "cuda:LOCAL_RANK, or use the gloo backend on CPUs."
             )
-        self._broadcast_parameters()
+        self.broadcast_parameters()
         self._keep_shards(chunk_size)
 
     # -- setup -----------------------------------------------------------------
     @torch.no_grad()
-    def _broadcast_parameters(self) -> None:
-        """The towers' trainable parameters of the group's first process, everywhere."""
+    def broadcast_parameters(self) -> None:
+        """Copy the group's first process's tower parameters to every process.
+
+        Done at construction; call it again (on every process: it is a
+        collective) after changing the towers outside the objective's
+        oracles, e.g. after a warm start each process ran on its own, so
+        that rounding differences cannot make the replicas part ways.
+        """
         params = [p for side in self.sides for p in side.parameters()]
         src = _group_rank0(self.process_group)
         for flat, members in _flat_buffers(params):

@@ -37,7 +37,7 @@ from ..metrics import (
     recall_at_k,
 )
 from ..nn import EmbeddingTower, MLPTower, SumTower
-from .distributed import DistributedAllPairsObjective
+from .distributed import DistributedAllPairsObjective, _group_rank0
 from .losses import LOSSES
 from .objective import AllPairsObjective, popularity_weights
 from .solvers import SOLVERS
@@ -366,21 +366,18 @@ class TwoTowerModel(BaseEstimator):
         The solvers draw random probes; processes that drew different ones
         would take different steps and wait on each other's collectives.
         """
+        ctx = resolve_fit_context(self)
         seed = self.random_state
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            return resolve_fit_context(self)
+            return ctx
         device = "cuda" if dist.get_backend(group) == "nccl" else "cpu"
-        drawn = resolve_fit_context(self).random_state.numpy.integers(2**62)
+        drawn = ctx.random_state.numpy.integers(2**62)
         value = torch.tensor([int(drawn)], dtype=torch.int64, device=device)
-        dist.broadcast(
-            value,
-            src=0 if group is None else dist.get_global_rank(group, 0),
-            group=group,
-        )
+        dist.broadcast(value, src=_group_rank0(group), group=group)
         return resolve_fit_context(
             random_state=int(value.item()),
-            device=self.device,
-            dtype=self.dtype,
+            device=ctx.device,
+            dtype=ctx.dtype,
             owner=type(self).__name__,
         )
 
@@ -601,7 +598,7 @@ class TwoTowerModel(BaseEstimator):
                     (a, b), user_tower, item_tower, data, ctx
                 )
                 if distributed:  # bitwise one start, whatever each process's rounding
-                    objective._broadcast_parameters()
+                    objective.broadcast_parameters()
             result = SOLVERS.get(self.solver_)(
                 objective,
                 objective.initial_point(),
