@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import torch
 
+from embedopt._core import InvalidParameterError
 from embedopt.linalg import (
     DenseOperator,
     SparsePattern,
@@ -177,6 +178,11 @@ def test_orthonormalize_matches_householder_span(dtype, passes, k):
     Xd = torch.cat([X[:, :3], X[:, :3]], 1)
     Qd = orthonormalize(Xd, passes=passes)
     torch.testing.assert_close(Qd.T @ Qd, torch.eye(6, dtype=dtype), atol=tol, rtol=0)
+
+
+def test_orthonormalize_refuses_other_pass_counts():
+    with pytest.raises(InvalidParameterError, match="1 or 2"):
+        orthonormalize(torch.ones(4, 2, dtype=D), passes=0)
 
 
 def test_thin_svd_in_float32_keeps_float32_accuracy():

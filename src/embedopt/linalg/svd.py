@@ -55,7 +55,17 @@ def orthonormalize(X: torch.Tensor, passes: int = 2) -> torch.Tensor:
     -------
     torch.Tensor, shape (m, k)
         Same dtype and device as X.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``passes`` is not 1 or 2.
     """
+    if passes not in (1, 2):
+        raise InvalidParameterError(
+            f"The 'passes' parameter of orthonormalize must be 1 or 2; got "
+            f"{passes!r} (2 for an orthonormal basis, 1 for a well-conditioned one)."
+        )
     k = X.shape[1]
     if k == 0 or X.shape[0] < k:
         return torch.linalg.qr(X, mode="reduced").Q
