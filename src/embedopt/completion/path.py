@@ -223,7 +223,7 @@ def lambda_path(
         and isinstance(problem.loss, SquareLoss)
         and len(problem.unfoldings) == 1
     )
-    init, lam_prev, best, stale = None, None, None, 0
+    init, best, stale = None, None, 0
     options = dict(solver_options)
     user_callback = options.pop("callback", None)
     scoring = postprocess
@@ -231,11 +231,17 @@ def lambda_path(
         abort = _TurnedAway(
             f"val_{problem.metric_name}", best, higher_better, user_callback
         )
+        # A warm-started step starts at its own lambda: the path is the
+        # continuation, and a second one inside each step (lambda_t decaying
+        # from the previous grid point) only slows it down. MovieLens-1M, 80 %
+        # split, one thread: 40 instead of 57 solver iterations, 14.2 s
+        # instead of 21.0 s (a loaded machine), the same lambda and rank, the
+        # final objective 2e-4 lower, test RMSE 0.85886 vs 0.85891;
+        # MovieLens-100K (2 splits) 0.47 s vs 0.67-0.76 s, same RMSE to 3e-5.
         res = proximal_completion(
             problem,
             float(lam),
             **method,
-            lam_start=lam_prev,
             mode_weights=mode_weights,
             init=init,
             random_state=rs.spawn(),
@@ -270,7 +276,7 @@ def lambda_path(
         results.append(res)
         pps.append(used)
         refined.append(ref)
-        init, lam_prev = res.x, float(lam)
+        init = res.x
         score = path_score  # patience follows the path's own solutions
         improved = best is None or (score > best if higher_better else score < best)
         if improved:
