@@ -165,14 +165,17 @@ def test_path_steps_past_the_optimum_stop_once_validation_turns_away():
                 return i + 1
         return None
 
-    # Three rises in a row, ending above the best score: stop at the 4th value.
-    assert run(_TurnedAway("val_rmse", 1.0, False), [1.1, 1.2, 1.3, 1.4, 1.5]) == 4
+    # Two rises in a row, ending above the best score: stop at the 3rd value.
+    assert _TurnedAway.window == 2
+    assert run(_TurnedAway("val_rmse", 1.0, False), [1.1, 1.2, 1.3, 1.4, 1.5]) == 3
     # Rising but still better than the best lambda's score: go on.
     assert run(_TurnedAway("val_rmse", 2.0, False), [1.1, 1.2, 1.3, 1.4]) is None
-    # Falling after a rise: go on.
-    assert run(_TurnedAway("val_rmse", 1.0, False), [1.1, 1.2, 1.1, 1.2, 1.3]) is None
+    # Falling after each single rise: go on.
+    assert run(_TurnedAway("val_rmse", 1.0, False), [1.1, 1.2, 1.1, 1.2, 1.1]) is None
+    # ... until two rises in a row.
+    assert run(_TurnedAway("val_rmse", 1.0, False), [1.1, 1.2, 1.1, 1.2, 1.3]) == 5
     # Accuracy: higher is better.
-    assert run(_TurnedAway("val_accuracy", 0.9, True), [0.8, 0.7, 0.6, 0.5]) == 4
+    assert run(_TurnedAway("val_accuracy", 0.9, True), [0.8, 0.7, 0.6, 0.5]) == 3
     # The user's callback still stops the solve.
     assert run(_TurnedAway("val_rmse", 1.0, False, lambda s: True), [0.5]) == 1
 

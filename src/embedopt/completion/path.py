@@ -312,10 +312,14 @@ class _TurnedAway:
     "callback") and is scored as it is. MovieLens-1M, 80 % split: the step
     after the selected lambda took 53 of 129 s; aborted, it takes a few
     iterations, and the selected lambda is the same (the step still
-    validates worse than the best one).
+    validates worse than the best one). Two worsening iterations are enough
+    (``window = 2``; it was 3): on MovieLens 100k, latest-small (3 splits
+    each), 1M and the two synthetic problems of the defaults benchmark (3
+    seeds) every selected lambda is the same with a window of 3, 2 or 1,
+    and the aborted MovieLens-1M step takes 1.9 s instead of 3.4 s.
     """
 
-    window = 3
+    window = 2
 
     def __init__(self, key, best, higher_better, user=None):
         self.key, self.best, self.higher = key, best, higher_better
