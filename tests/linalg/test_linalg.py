@@ -155,6 +155,15 @@ def test_warm_start_basis():
     # a previous basis inside the current one adds no column ("zero columns")
     assert warm_start_basis(Vt, Vt[:, :2]).shape == (20, 3)
     assert warm_start_basis(Vt, Vp, max_cols=4).shape == (20, 4)
+    # R = [V_cur, QR(P)]: the current basis first, unchanged, and a cap keeps
+    # the leading columns of the uncapped basis (QR is column-ordered).
+    torch.testing.assert_close(R[:, :3], Vt, rtol=0, atol=0)
+    torch.testing.assert_close(warm_start_basis(Vt, Vp, max_cols=4), R[:, :4])
+    assert warm_start_basis(Vt, Vp, max_cols=2).shape == (20, 2)
+    # float32 iterates (the estimators' default): orthonormal to its rounding
+    R32 = warm_start_basis(Vt.float(), Vp.float())
+    eye = torch.eye(5)
+    assert float((R32.T @ R32 - eye).abs().max()) < 1e-5
     # empty iterates: one random unit column
     e = torch.zeros(20, 0, dtype=D)
     r = warm_start_basis(e, e, generator=g)

@@ -148,18 +148,15 @@ def warm_start_basis(
     Returns
     -------
     torch.Tensor, shape (n, k_t)
-        Orthonormal columns, ``k_t >= 1``.
+        ``k_t >= 1`` columns: ``V_cur``'s (or ``V_prev``'s when ``V_cur`` is
+        empty), then an orthonormal basis of the kept part of ``V_prev``,
+        orthogonal to ``V_cur`` up to the rounding of the projection.
     """
-    n = V_cur.shape[0]
+    n, r = V_cur.shape
     if tol is None:
         tol = max(1e-6, 100 * torch.finfo(V_cur.dtype).eps)
-    parts = [V_cur] if V_cur.shape[1] else []
-    if V_prev.shape[1]:
-        P = V_prev - V_cur @ (V_cur.T @ V_prev) if V_cur.shape[1] else V_prev
-        keep = torch.linalg.vector_norm(P, dim=0) > tol
-        if bool(keep.any()):
-            parts.append(P[:, keep])
-    if not parts:
+    room = n if max_cols is None else max_cols
+    if r == 0 and V_prev.shape[1] == 0:
         g = torch.randn(
             n,
             1,
@@ -168,10 +165,20 @@ def warm_start_basis(
             device="cpu" if generator is None else generator.device,
         )
         return (g / torch.linalg.vector_norm(g)).to(V_cur.device)
-    R = _qr(torch.cat(parts, dim=1)) if len(parts) > 1 else parts[0]
-    if max_cols is not None and R.shape[1] > max_cols:
-        R = R[:, :max_cols]
-    return R
+    if r == 0:
+        return V_prev[:, :room]
+    if r >= room or V_prev.shape[1] == 0:
+        return V_cur[:, :room]
+    P = V_prev - V_cur @ (V_cur.T @ V_prev)
+    # QR is column-ordered: truncating P first is truncating the basis.
+    P = P[:, torch.linalg.vector_norm(P, dim=0) > tol][:, : room - r]
+    if P.shape[1] == 0:
+        return V_cur
+    # V_cur is orthonormal and P orthogonal to it, so QR([V_cur, P]) is
+    # [V_cur, QR(P)]: a Gram matrix of P's columns alone (a quarter of the
+    # whole basis's when r_prev = r_cur). The power method only needs a
+    # well-conditioned start, so one float64 Cholesky pass does.
+    return torch.cat([V_cur, _qr(P, passes=1)], dim=1)
 
 
 def power_method(op, R: torch.Tensor, n_iter: int = 3) -> torch.Tensor:
