@@ -201,3 +201,27 @@ def test_a_single_triplet_is_fitted_without_warnings(solver):
     E = m.embedding_
     assert np.isfinite(E).all()
     assert ((E[0] - E[1]) ** 2).sum() < ((E[0] - E[2]) ** 2).sum()
+
+
+def test_lam_auto_is_a_standard_normal_prior_for_the_likelihood_losses():
+    prob = make_planted_embedding(20, 2, n_train=500, n_test=100, random_state=0)
+    n_q = len(prob.train)
+    for loss, expected in [
+        ("ste", 1 / (2 * n_q)),
+        ("ckl", 1 / (2 * n_q)),
+        ("tste", 0.0),
+        ("gnmds", 0.0),
+        ("soe", 0.0),
+    ]:
+        m = OrdinalEmbedding(2, loss=loss, random_state=0).fit(prob.train)
+        assert m.solver_ == "lbfgs" and m.lam_ == pytest.approx(expected)
+    # an explicit weight is used as given, and changes the fit
+    m0 = OrdinalEmbedding(2, lam=0.0, random_state=0).fit(prob.train)
+    m1 = OrdinalEmbedding(2, lam=0.01, random_state=0).fit(prob.train)
+    assert m0.lam_ == 0.0 and m1.lam_ == 0.01
+    assert np.linalg.norm(m1.embedding_) < np.linalg.norm(m0.embedding_)
+    # the stochastic solvers have no ridge: auto is 0 there, a weight an error
+    m = OrdinalEmbedding(2, solver="svrg_sbb", max_iter=2, random_state=0)
+    assert m.fit(prob.train).lam_ == 0.0
+    with pytest.raises(InvalidParameterError, match=r"lam=0\.01 needs solver"):
+        OrdinalEmbedding(2, solver="svrg_sbb", lam=0.01).fit(prob.train)

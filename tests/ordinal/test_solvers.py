@@ -299,3 +299,30 @@ def test_auto_picks_lbfgs_for_small_and_svrg_sbb_for_large_problems(small, monke
     # SVRG-SBB's default epoch samples |Q| / 4: |Q| + 2 |Q| / 4 gradient calls
     assert np.diff(m.history_["passes"]) == pytest.approx(1.5)
     assert m.score(small.test) > 0.95
+
+
+def test_lbfgs_ridge_is_lam_times_the_squared_norm_with_its_gradient(small):
+    from embedopt.ordinal import lbfgs
+    from embedopt.ordinal.solvers import _with_ridge
+
+    prob = OrdinalProblem(small.train, "ste", dtype="float64")
+    lam = 0.37
+    f = _with_ridge(prob.value_and_grad, lam)
+    X = torch.randn(
+        30, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(1)
+    )
+    value, grad = f(X)
+    base, _ = prob.value_and_grad(X)
+    assert value == pytest.approx(base + lam * float((X * X).sum()), rel=1e-12)
+    Xa = X.clone().requires_grad_(True)
+    d = lambda i, j: ((Xa[i] - Xa[j]) ** 2).sum(-1)  # noqa: E731
+    q = torch.as_tensor(small.train.indices)
+    auto = torch.nn.functional.softplus(d(q[:, 0], q[:, 1]) - d(q[:, 0], q[:, 2]))
+    (auto.mean() + lam * (Xa * Xa).sum()).backward()
+    torch.testing.assert_close(grad, Xa.grad, rtol=1e-10, atol=1e-12)
+    # a heavy ridge shrinks the fitted embedding; lam=0 is the plain loss
+    free = lbfgs(small.train, 2, random_state=0, device="cpu").x
+    tight = lbfgs(small.train, 2, lam=1.0, random_state=0, device="cpu").x
+    assert float(tight.norm()) < 0.5 * float(free.norm())
+    with pytest.raises(InvalidParameterError, match="lam"):
+        lbfgs(small.train, 2, lam=-1.0)

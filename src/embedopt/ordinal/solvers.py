@@ -29,6 +29,8 @@ number of objects (lazy full-gradient term, see :mod:`embedopt.optim.svrg`).
 
 from __future__ import annotations
 
+import torch
+
 from .._core import (
     Interval,
     InvalidParameterError,
@@ -527,6 +529,7 @@ def lbfgs(
     max_iter: int = 1000,
     tol: float = DEFAULT_LBFGS_TOL,
     history_size: int = 10,
+    lam: float = 0.0,
     init=None,
     init_scale: float = 1.0,
     n_objects: int | None = None,
@@ -568,6 +571,13 @@ def lbfgs(
         held-out error is flat).
     history_size : int
         Correction pairs kept by L-BFGS.
+    lam : float
+        Weight of the ridge ``lam ||X||_F^2`` added to the mean loss: the
+        trace regularizer ``lam tr(G)`` of the convex solver
+        (:func:`~embedopt.ordinal.projected_gd`) on the factor ``G = X X^T``.
+        For a likelihood loss (STE, CKL), ``lam = 1 / (2 |Q|)`` makes the fit
+        the MAP estimate under a standard normal prior on the coordinates
+        (what :class:`~embedopt.ordinal.OrdinalEmbedding` uses by default).
     init_scale : float
         Standard deviation of the random start: N(0, I) as in cblearn (see
         :class:`~embedopt.ordinal.OrdinalEmbedding` for the measurements).
@@ -590,6 +600,7 @@ def lbfgs(
         "verbose": verbose,
         "callback": callback,
     }
+    validate_params("lbfgs", dict(lam=lam), {"lam": [Interval(float, 0, None)]})
     data = setup_options(
         loss, n_objects, init, init_scale, validation, random_state, device, dtype
     )
@@ -600,13 +611,26 @@ def lbfgs(
     )
     with few_threads(1, enabled=small):
         return _lbfgs(
-            s.problem.value_and_grad,
+            _with_ridge(s.problem.value_and_grad, lam),
             s.x0,
             stop="initial_objective",
             evaluate=s.evaluate,
             name="L-BFGS",
             **run,
         )
+
+
+def _with_ridge(value_and_grad, lam: float):
+    """``X -> (f(X) + lam ||X||^2, grad f(X) + 2 lam X)`` (f itself if lam is 0)."""
+    if not lam:
+        return value_and_grad
+
+    def penalized(X):
+        f, g = value_and_grad(X)
+        f += lam * float(torch.sum(X * X, dtype=torch.float64))
+        return f, g.add(X, alpha=2.0 * lam)
+
+    return penalized
 
 
 #: Solvers by name (the estimator's ``solver`` parameter; "cvx" is the convex
