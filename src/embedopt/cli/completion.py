@@ -8,12 +8,13 @@ import numpy as np
 
 from ._common import (
     CommandError,
+    add_choice_option,
     add_data_options,
+    add_float_option,
+    add_int_option,
     add_run_options,
     fit_options,
     fit_recording,
-    float_type,
-    int_type,
     load_csv,
     plot_convergence,
     recording_warnings,
@@ -50,56 +51,53 @@ DESCRIPTION = (
 def add_arguments(p) -> None:
     """Add the options of ``embedopt complete`` to the parser ``p``."""
     add_data_options(p, _DATASETS, "a CSV file of row,col,value lines")
-    p.add_argument(
+    add_int_option(
+        p,
         "--size",
-        type=int_type(2),
         default=1000,
-        metavar="M",
         help="m for the synthetic problem (an m x m matrix)",
+        minimum=2,
+        metavar="M",
     )
-    p.add_argument(
-        "--rank",
-        type=int_type(1),
-        default=5,
-        help="rank of the synthetic ground truth",
-    )
-    p.add_argument(
+    add_int_option(p, "--rank", default=5, help="rank of the synthetic ground truth")
+    add_choice_option(
+        p,
         "--solver",
-        default="ais_impute",
         choices=_SOLVER_CHOICES,
+        default="ais_impute",
         help="AIS-Impute (randomized or exact SVT) or a baseline",
     )
-    p.add_argument(
+    add_float_option(
+        p,
         "--lam",
-        type=float_type(0.0, strict=True, auto=True),
         default="auto",
         help="lambda > 0, or 'auto' to select it on the validation entries",
+        strict=True,
+        auto=True,
     )
-    p.add_argument(
+    add_choice_option(
+        p,
         "--loss",
+        choices=["square", *_BINARY_LOSSES],
         default="square",
-        choices=["square", "logistic", "squared_hinge"],
         help="data-fit loss (logistic and squared_hinge fit +/-1 labels)",
     )
-    p.add_argument(
+    add_choice_option(
+        p,
         "--center",
-        default="auto",
         choices=["auto", "none", "global", "row", "column", "both"],
+        default="auto",
         help="centering (default auto: none for the +/-1 losses, else chosen "
         "on the validation entries, as MatrixCompletion does)",
     )
-    p.add_argument(
+    add_choice_option(
+        p,
         "--postprocess",
-        default="auto",
         choices=["auto", "yes", "no"],
+        default="auto",
         help="refit the singular values on the observed entries",
     )
-    p.add_argument(
-        "--max-iter",
-        type=int_type(1),
-        default=500,
-        help="iterations per lambda",
-    )
+    add_int_option(p, "--max-iter", default=500, help="iterations per lambda")
     add_run_options(p, "iteration")
 
 

@@ -6,12 +6,13 @@ import numpy as np
 
 from ._common import (
     CommandError,
+    add_choice_option,
     add_data_options,
+    add_float_option,
+    add_int_option,
     add_run_options,
     fit_options,
     fit_recording,
-    float_type,
-    int_type,
     load_csv,
     plot_convergence,
     report_warnings,
@@ -53,49 +54,36 @@ def add_arguments(p) -> None:
     """Add the options of ``embedopt ordinal`` to the parser ``p``."""
     losses, solvers = _names()
     add_data_options(p, _ORDINAL_DATA, "a CSV file of i,j,k or i,j,l,k lines")
-    p.add_argument(
-        "--n-objects", type=int_type(3), default=100, help="synthetic objects"
-    )
-    p.add_argument(
-        "--dims", type=int_type(1), default=10, help="synthetic planted dimension"
-    )
-    p.add_argument(
-        "--n-train",
-        type=int_type(1),
-        default=10_000,
-        help="synthetic training triplets",
-    )
-    p.add_argument(
-        "--n-test",
-        type=int_type(1),
-        default=10_000,
-        help="synthetic held-out triplets",
-    )
-    p.add_argument(
+    add_int_option(p, "--n-objects", default=100, help="synthetic objects", minimum=3)
+    add_int_option(p, "--dims", default=10, help="synthetic planted dimension")
+    add_int_option(p, "--n-train", default=10_000, help="synthetic training triplets")
+    add_int_option(p, "--n-test", default=10_000, help="synthetic held-out triplets")
+    add_int_option(
+        p,
         "--n-components",
-        type=int_type(1),
         default=None,
-        metavar="P",
         help="embedding dimension (default: --dims for synthetic, 9 music, 2 "
         "otherwise)",
+        metavar="P",
     )
-    p.add_argument("--loss", default="ste", choices=losses, help="triplet loss")
-    p.add_argument(
+    add_choice_option(p, "--loss", choices=losses, default="ste", help="triplet loss")
+    add_choice_option(
+        p,
         "--solver",
-        default="auto",
         choices=["auto", *solvers],
+        default="auto",
         help="optimization method ('auto': L-BFGS up to 10^5 comparisons, "
         "SVRG-SBB above)",
     )
-    p.add_argument(
+    add_int_option(
+        p,
         "--batch-size",
-        type=int_type(1),
         default=None,
         help="comparisons per inner step (default: the library's, 100)",
     )
-    p.add_argument(
+    add_float_option(
+        p,
         "--epsilon",
-        type=float_type(0.0),
         default=None,
         help="SBB epsilon in units of r / n_objects unless --absolute-epsilon "
         "(default: the library's, 0.03)",
@@ -105,22 +93,24 @@ def add_arguments(p) -> None:
         action="store_true",
         help="use --epsilon as the absolute epsilon of eq. (17)",
     )
-    p.add_argument(
+    add_int_option(
+        p,
         "--update-frequency",
-        type=int_type(1),
         default=None,
-        metavar="M",
         help="m, comparisons per epoch (default: all)",
+        metavar="M",
     )
-    p.add_argument(
+    add_float_option(
+        p,
         "--learning-rate",
-        type=float_type(0.0, strict=True, auto=True),
         default="auto",
         help="first/fixed step > 0, or 'auto' to measure the curvature",
+        strict=True,
+        auto=True,
     )
-    p.add_argument(
+    add_int_option(
+        p,
         "--max-iter",
-        type=int_type(1),
         default=None,
         help="epochs, or L-BFGS iterations (default: the library's, 100 epochs "
         "or 1000 iterations)",
