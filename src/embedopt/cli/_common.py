@@ -508,6 +508,35 @@ def table_rows(n: int, every: int, default_rows: int = 15) -> list[int]:
     return sorted(set(range(0, n, step)) | {n - 1})
 
 
+#: The first columns of most convergence tables (see :func:`print_history`).
+ITERATION_COLUMNS = (("iteration", "iter", 5, "d"), ("time", "time(s)", 9, ".3f"))
+
+
+def print_history(history, every: int, columns) -> None:
+    """Print a solver's history as a table: a header, then the rows
+    :func:`table_rows` picks.
+
+    Parameters
+    ----------
+    history : dict of str to array
+        A fitted model's ``history_``.
+    every : int
+        ``--every``.
+    columns : sequence of (key, title, width, format)
+        A column per history ``key`` that the history has (the others are
+        left out): ``title`` and the values, right-aligned in ``width``
+        characters and written with ``format`` (``"d"``: as an int).
+    """
+    columns = [c for c in columns if c[0] in history]
+    print(" ".join(f"{title:>{width}}" for _, title, width, _ in columns))
+    for i in table_rows(len(history[columns[0][0]]), every):
+        cells = []
+        for key, _, width, spec in columns:
+            value = int(history[key][i]) if spec == "d" else history[key][i]
+            cells.append(f"{value:>{width}{spec}}")
+        print(" ".join(cells))
+
+
 # -- outputs ---------------------------------------------------------------------------
 def write_json(path, out: dict) -> None:
     """Write ``out`` to ``path`` when ``--json`` was given, and say where."""

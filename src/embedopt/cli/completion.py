@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ._common import (
+    ITERATION_COLUMNS,
     CommandError,
     add_choice_option,
     add_data_options,
@@ -17,10 +18,10 @@ from ._common import (
     fit_recording,
     load_csv,
     plot_convergence,
+    print_history,
     recording_warnings,
     report_warnings,
     save_plot,
-    table_rows,
     write_json,
 )
 
@@ -166,6 +167,16 @@ def _signs(values) -> np.ndarray:
     return np.where(np.asarray(values) >= 0, 1.0, -1.0)
 
 
+#: The convergence table: (history key, title, width, format).
+_COLUMNS = (
+    *ITERATION_COLUMNS,
+    ("objective", "objective", 14, ".6g"),
+    ("lam", "lambda_t", 10, ".4g"),
+    ("rank", "rank", 5, "d"),
+    *((key, key, 12, ".5f") for key in ("val_rmse", "val_accuracy")),
+)
+
+
 def run(args) -> int:
     """Run ``embedopt complete``; return the exit status."""
     from ..completion import MatrixCompletion
@@ -203,7 +214,7 @@ def run(args) -> int:
         history = model.history_
         print(f"\n{args.solver} convergence:")
         out.update(n_iter=model.n_iter_, stop_reason=model.stop_reason_)
-    _print_table(history, args.every)
+    print_history(history, args.every, _COLUMNS)
     print()
     _report_test(args, model, data, out, total)
     _plot(args, model, history)
@@ -318,21 +329,3 @@ def _report_test(args, model, data, out, total) -> None:
             f"{key.replace('_', ' ')} = {out[key]:.4f}   rank = {model.rank_}   "
             f"total fit time = {total:.2f}s"
         )
-
-
-def _print_table(history, every) -> None:
-    n = len(history["iteration"])
-    keys = [k for k in ("val_rmse", "val_accuracy") if k in history]
-    header = (
-        f"{'iter':>5} {'time(s)':>9} {'objective':>14} {'lambda_t':>10} {'rank':>5}"
-    )
-    header += "".join(f" {k:>12}" for k in keys)
-    print(header)
-    for i in table_rows(n, every):
-        line = (
-            f"{int(history['iteration'][i]):>5} {history['time'][i]:>9.3f} "
-            f"{history['objective'][i]:>14.6g} {history['lam'][i]:>10.4g} "
-            f"{int(history['rank'][i]):>5}"
-        )
-        line += "".join(f" {history[k][i]:>12.5f}" for k in keys)
-        print(line)

@@ -15,9 +15,9 @@ from ._common import (
     fit_recording,
     load_csv,
     plot_convergence,
+    print_history,
     report_warnings,
     save_plot,
-    table_rows,
     write_json,
 )
 
@@ -216,22 +216,16 @@ def run(args) -> int:
     unit = "iter" if model.solver_ == "lbfgs" else "epoch"
     # L-BFGS records iterations, without gradient passes or step sizes: its
     # table leaves those columns out.
-    extra = "passes" in h and "step_size" in h
-    head = f"\n{unit:>5} " + (f"{'passes':>7} " if extra else "")
-    print(
-        head
-        + f"{'time(s)':>8} {'objective':>12} "
-        + (f"{'step':>10} " if extra else "")
-        + f"{'held-out err':>13}"
-    )
-    for i in table_rows(len(h["iteration"]), args.every):
-        print(
-            f"{int(h['iteration'][i]):>5} "
-            + (f"{h['passes'][i]:>7.1f} " if extra else "")
-            + f"{h['time'][i]:>8.3f} {h['objective'][i]:>12.6g} "
-            + (f"{h['step_size'][i]:>10.4g} " if extra else "")
-            + f"{h['val_error'][i]:>13.4f}"
-        )
+    print()
+    columns = [
+        ("iteration", unit, 5, "d"),
+        ("passes", "passes", 7, ".1f"),
+        ("time", "time(s)", 8, ".3f"),
+        ("objective", "objective", 12, ".6g"),
+        ("step_size", "step", 10, ".4g"),
+        ("val_error", "held-out err", 13, ".4f"),
+    ]
+    print_history(h, args.every, columns)
     err = 1.0 - model.score(test)
     hit = np.flatnonzero(h["val_error"] < 0.15)
     print(

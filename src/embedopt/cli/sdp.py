@@ -7,6 +7,7 @@ import sys
 import numpy as np
 
 from ._common import (
+    ITERATION_COLUMNS,
     CommandError,
     add_choice_option,
     add_data_dir_option,
@@ -16,9 +17,9 @@ from ._common import (
     fit_options,
     fit_recording,
     plot_convergence,
+    print_history,
     report_warnings,
     save_plot,
-    table_rows,
     warning_line,
     write_json,
 )
@@ -222,6 +223,15 @@ def _make_model(args):
     return KernelLearning(args.rank or 10, n_pairs=args.n_pairs, **common)
 
 
+#: The convergence table: (history key, title, width, format).
+_COLUMNS = (
+    *ITERATION_COLUMNS,
+    ("objective", "objective", 16, ".10g"),
+    ("gap", "gap", 11, ".4g"),
+    ("gamma", "gamma", 11, ".4g"),
+)
+
+
 def run(args) -> int:
     """Run ``embedopt sdp``; return the exit status."""
     X, y, name = _load(args)
@@ -234,7 +244,7 @@ def run(args) -> int:
     )
     total, caught = fit_recording(model.fit, X, y=y)
     print(f"\n{args.solver} convergence:")
-    _print_table(model.history_, args.every)
+    print_history(model.history_, args.every, _COLUMNS)
     out = {
         "data": name,
         "problem": args.problem,
@@ -263,21 +273,6 @@ def run(args) -> int:
     report_warnings(caught)
     write_json(args.json, out)
     return 0
-
-
-def _print_table(history, every) -> None:
-    n = len(history["iteration"])
-    keys = [k for k in ("gap", "gamma") if k in history]
-    print(
-        f"{'iter':>5} {'time(s)':>9} {'objective':>16}"
-        + "".join(f" {k:>11}" for k in keys)
-    )
-    for i in table_rows(n, every):
-        line = (
-            f"{int(history['iteration'][i]):>5} {history['time'][i]:>9.3f} "
-            f"{history['objective'][i]:>16.10g}"
-        )
-        print(line + "".join(f" {history[k][i]:>11.4g}" for k in keys))
 
 
 def _plot(path, model, y, args) -> None:

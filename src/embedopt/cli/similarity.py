@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._common import (
+    ITERATION_COLUMNS,
     add_choice_option,
     add_data_dir_option,
     add_float_option,
@@ -11,9 +12,9 @@ from ._common import (
     fit_options,
     fit_recording,
     plot_convergence,
+    print_history,
     report_warnings,
     save_plot,
-    table_rows,
     write_json,
 )
 
@@ -120,7 +121,14 @@ def run(args) -> int:
         validation=test,
     )
     print(f"\n{model.solver_} convergence (P@{args.k} on the test pairs):")
-    _print_table(model.history_, args.every, args.k)
+    columns = [
+        *ITERATION_COLUMNS,
+        ("objective", "objective", 14, ".8g"),
+        ("grad_norm", "grad norm", 11, ".4g"),
+        ("cg_iter", "cg_iter", 12, ".4g"),
+        (f"precision@{args.k}", f"precision@{args.k}", 12, ".4g"),
+    ]
+    print_history(model.history_, args.every, columns)
     metrics = model.evaluate(test, k=args.k)
     print(
         "\ntest: "
@@ -146,22 +154,6 @@ def run(args) -> int:
         },
     )
     return 0
-
-
-def _print_table(history, every, k) -> None:
-    n = len(history["iteration"])
-    key = f"precision@{k}"
-    extra = [c for c in ("cg_iter", key) if c in history]
-    print(
-        f"{'iter':>5} {'time(s)':>9} {'objective':>14} {'grad norm':>11}"
-        + "".join(f" {c:>12}" for c in extra)
-    )
-    for i in table_rows(n, every):
-        line = (
-            f"{int(history['iteration'][i]):>5} {history['time'][i]:>9.3f} "
-            f"{history['objective'][i]:>14.8g} {history['grad_norm'][i]:>11.4g}"
-        )
-        print(line + "".join(f" {history[c][i]:>12.4g}" for c in extra))
 
 
 def _plot(path, model, args) -> None:
