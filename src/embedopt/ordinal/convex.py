@@ -19,7 +19,13 @@ from __future__ import annotations
 
 import torch
 
-from .._core import Interval, check_memory, validate_params
+from .._core import (
+    RUN_PARAMETERS_DOC,
+    Interval,
+    check_memory,
+    fill_doc,
+    validate_params,
+)
 from ..linalg import embedding_from_gram, project_centered_psd
 from ..optim import SolverResult, gradient_descent
 from .losses import OrdinalLoss
@@ -97,6 +103,7 @@ class GramProblem:
         return value, grad
 
 
+@fill_doc(run_parameters=RUN_PARAMETERS_DOC)
 def projected_gd(
     comparisons,
     n_components: int = 2,
@@ -150,11 +157,7 @@ def projected_gd(
     n_objects : int, optional
     validation : Comparisons or array-like, optional
         Held-out comparisons; ``history["val_error"]`` of the embedding.
-    random_state : None, int or numpy Generator
-    device : {"auto", "cpu", "cuda"} or torch.device
-    dtype : {"float32", "float64"}
-    verbose : int
-    callback : callable, optional
+    {run_parameters}
 
     Returns
     -------
