@@ -19,13 +19,8 @@ from __future__ import annotations
 
 import torch
 
-from .._core import (
-    RUN_PARAMETERS_DOC,
-    Interval,
-    check_memory,
-    fill_doc,
-    validate_params,
-)
+from .._core import Interval, check_memory, validate_params
+from .._core.docs import RUN_PARAMETERS_DOC, fill_doc
 from ..linalg import embedding_from_gram, project_centered_psd
 from ..optim import SolverResult, gradient_descent
 from .losses import OrdinalLoss
