@@ -65,6 +65,7 @@ class GramProblem:
         Parameters
         ----------
         G : torch.Tensor, shape (n, n)
+            The Gram matrix ``X X^T`` of an embedding X.
 
         Returns
         -------

@@ -151,6 +151,7 @@ class OrdinalProblem:
         Parameters
         ----------
         X : torch.Tensor, shape (n_objects, p)
+            The embedding, a row per object.
 
         Returns
         -------

@@ -239,6 +239,8 @@ class ProductQuantizer(BaseEstimator):
         Parameters
         ----------
         X : array-like, shape (m, n)
+            Each row is rotated by R; each of its M sub-vectors is coded by
+            the index of the nearest centroid of its codebook.
 
         Returns
         -------

@@ -384,6 +384,7 @@ class NPKLProblem(_PairProblem):
         Parameters
         ----------
         X, Y : torch.Tensor, shape (n, r)
+            The factors of ``Z = X Y^T``.
 
         Returns
         -------
