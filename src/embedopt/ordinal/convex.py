@@ -24,7 +24,7 @@ from .._core.docs import RUN_PARAMETERS_DOC, fill_doc
 from ..linalg import embedding_from_gram, project_centered_psd
 from ..optim import SolverResult, gradient_descent
 from .losses import OrdinalLoss
-from .problem import OrdinalProblem, setup, setup_options
+from .problem import OrdinalProblem, batch_steps_per_epoch, setup, setup_options
 
 # project_centered_psd and embedding_from_gram live in embedopt.linalg; they
 # stay importable from here (and from embedopt.ordinal) for existing code.
@@ -192,12 +192,13 @@ def projected_gd(
         def evaluate(G):
             return s.evaluate(embedding_from_gram(G, n_components))
 
-    n = s.problem.n_samples
     res = gradient_descent(
         gram,
         project(s.x0 @ s.x0.T),
         learning_rate=learning_rate,
-        steps_per_iteration=max(1, round((n + 2 * (update_frequency or n)) / n)),
+        steps_per_iteration=batch_steps_per_epoch(
+            s.problem.n_samples, update_frequency
+        ),
         project=project,
         max_iter=max_iter,
         tol=tol,
