@@ -241,7 +241,7 @@ def data_source(datasets, files: str):
 
 
 # -- single options ------------------------------------------------------------------
-def add_int_option(p, *flags: str, default, help: str, minimum=1, metavar=None):
+def add_int_option(p, *flags: str, default, help: str, minimum=1, metavar=None) -> None:
     """Add an option taking an integer ``>= minimum``, checked while parsing.
 
     Parameters
@@ -263,7 +263,7 @@ def add_int_option(p, *flags: str, default, help: str, minimum=1, metavar=None):
     )
 
 
-def add_float_option(p, *flags: str, default, help: str, **limits):
+def add_float_option(p, *flags: str, default, help: str, **limits) -> None:
     """Add an option taking a finite number, checked while parsing.
 
     Parameters
@@ -279,7 +279,7 @@ def add_float_option(p, *flags: str, default, help: str, **limits):
     p.add_argument(*flags, type=float_type(**limits), default=default, help=help)
 
 
-def add_choice_option(p, *flags: str, choices, default: str, help: str):
+def add_choice_option(p, *flags: str, choices, default: str, help: str) -> None:
     """Add an option taking one of ``choices`` (argparse lists them on an error).
 
     Parameters
