@@ -32,7 +32,12 @@ import torch
 from scipy.sparse.csgraph import connected_components
 
 from .._core import DataValidationError, DataWarning
-from .problems import FactorGradient, _PairProblem, knn_laplacian
+from .problems import (
+    FactorGradient,
+    _PairProblem,
+    _warn_if_disconnected,
+    knn_laplacian,
+)
 
 __all__ = ["CMVUProblem", "knn_pairs", "one_hot_labels"]
 
@@ -228,6 +233,7 @@ class CMVUProblem(_PairProblem):
         Parameters
         ----------
         U, V : torch.Tensor, shape (n, k)
+            Pass one tensor twice for ``Z = V V^T``: its rows are gathered once.
 
         Returns
         -------
@@ -321,14 +327,12 @@ def _check_cmvu_inputs(n: int, pairs, sqdist, labels):
     if np.any(sqdist < 0):
         raise DataValidationError("sqdist must be non-negative (squared distances).")
     graph = sp.csr_matrix((np.ones(len(pairs)), tuple(pairs.T)), shape=(n, n))
-    n_comp, _ = connected_components(graph, directed=False)
-    if n_comp > 1:
-        warnings.warn(
-            f"The pairs leave {n_comp} connected components: the CMVU objective is "
-            "unbounded below (components drift apart). Build them with knn_pairs.",
-            DataWarning,
-            stacklevel=3,
-        )
+    _warn_if_disconnected(
+        graph,
+        "The pairs leave {n_components} connected components: the CMVU objective "
+        "is unbounded below (components drift apart). Build them with knn_pairs.",
+        stacklevel=3,
+    )
     if labels is not None:
         labels = np.asarray(labels, dtype=np.float64)
         if labels.ndim != 2 or labels.shape[0] != n:

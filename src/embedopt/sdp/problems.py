@@ -539,6 +539,18 @@ def _to_torch_csr(matrix, n: int, device, dtype) -> torch.Tensor:
     ).to(device)
 
 
+def _warn_if_disconnected(graph, message: str, *, stacklevel: int, **fields):
+    """Warn (:class:`DataWarning`) when the undirected ``graph`` is not connected.
+
+    ``message`` is formatted with ``n_components`` (their number) and
+    ``fields``; ``stacklevel`` is the one of a ``warnings.warn`` in the caller.
+    """
+    n_comp, _ = connected_components(graph, directed=False)
+    if n_comp > 1:
+        text = message.format(n_components=n_comp, **fields)
+        warnings.warn(text, DataWarning, stacklevel=stacklevel + 1)
+
+
 # -- pairs ------------------------------------------------------------------------
 def _as_pairs(pairs, name: str) -> np.ndarray:
     if pairs is None:
@@ -771,14 +783,13 @@ def knn_laplacian(
     W = W.maximum(W.T)  # symmetric kNN graph (i in kNN(j) or j in kNN(i))
     W.eliminate_zeros()  # a vanished weight is no edge
     if warn_disconnected:
-        n_comp, _ = connected_components(W, directed=False)
-        if n_comp > 1:
-            warnings.warn(
-                f"The {n_neighbors}-NN graph has {n_comp} connected components; the "
-                "Laplacian term does not link them. Increase 'n_neighbors'.",
-                DataWarning,
-                stacklevel=2,
-            )
+        _warn_if_disconnected(
+            W,
+            "The {k}-NN graph has {n_components} connected components; the "
+            "Laplacian term does not link them. Increase 'n_neighbors'.",
+            stacklevel=2,
+            k=n_neighbors,
+        )
     deg = np.asarray(W.sum(axis=1)).ravel()
     # D^{-1/2} with 0 for a vertex all of whose weights vanished: its row of S
     # is 0 (and its Laplacian row that of an isolated vertex)
