@@ -12,8 +12,8 @@ import re
 #: A line of a docstring that holds only a ``{name}`` field.
 _FIELD = re.compile(r"^([ \t]*)\{(\w+)\}[ \t]*$", re.MULTILINE)
 
-#: The run options of a solver function or an estimator, as most document
-#: them (the ``{run_parameters}`` of a docstring).
+#: The run options of a solver function or an estimator, where their types
+#: say enough (the ``{run_parameters}`` of a docstring).
 RUN_PARAMETERS_DOC = """\
 random_state : None, int or numpy Generator
 device : {"auto", "cpu", "cuda"} or torch.device
