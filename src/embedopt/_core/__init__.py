@@ -5,6 +5,7 @@ from .base import BaseEstimator, check_is_fitted, clone
 from .context import FitContext, resolve_fit_context
 from .deprecation import renamed_parameters
 from .device import resolve_device, resolve_dtype, to_numpy
+from .docs import RUN_PARAMETERS_DOC, fill_doc
 from .exceptions import (
     ConvergenceWarning,
     DataValidationError,
@@ -34,6 +35,7 @@ from .validation import (
 __all__ = [
     "PROGRESS_CONSTRAINTS",
     "RUN_CONSTRAINTS",
+    "RUN_PARAMETERS_DOC",
     "BaseEstimator",
     "ConvergenceWarning",
     "DataValidationError",
@@ -58,6 +60,7 @@ __all__ = [
     "clone",
     "device_memory",
     "few_threads",
+    "fill_doc",
     "format_bytes",
     "get_logger",
     "instance_or_named",

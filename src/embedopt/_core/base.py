@@ -160,10 +160,13 @@ def clone(estimator: BaseEstimator) -> BaseEstimator:
     Parameters
     ----------
     estimator : BaseEstimator
+        Fitted or not. Its parameters are deep-copied, but callables (a
+        ``callback``, a custom loss function) are shared.
 
     Returns
     -------
     BaseEstimator
+        A new instance of the same class.
     """
     params = {
         k: copy.deepcopy(v) if not callable(v) else v

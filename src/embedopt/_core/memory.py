@@ -54,10 +54,13 @@ def format_bytes(n: float) -> str:
     Parameters
     ----------
     n : float
+        A number of bytes.
 
     Returns
     -------
     str
+        Whole bytes below 1 KiB (``"512 B"``), else one decimal of the
+        largest binary unit that keeps the number at or above 1.
     """
     units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
     k = 0

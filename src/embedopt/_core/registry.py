@@ -97,6 +97,8 @@ class Registry(Mapping):
         Parameters
         ----------
         name : str
+            Any spelling :func:`canonical_name` maps to an entry's name
+            (case, ``-`` and spaces do not matter).
 
         Returns
         -------

@@ -240,6 +240,59 @@ def data_source(datasets, files: str):
     return parse
 
 
+# -- single options ------------------------------------------------------------------
+def add_int_option(p, *flags: str, default, help: str, minimum=1, metavar=None) -> None:
+    """Add an option taking an integer ``>= minimum``, checked while parsing.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+    *flags : str
+        The option's names, e.g. ``"--max-iter"`` or ``"-K", "--centroids"``.
+    default : int or None
+        None leaves the choice to the estimator (say so in ``help``).
+    help : str
+        The formatter appends ``(default: ...)`` unless the default is None
+        or the help already names it.
+    minimum : int
+    metavar : str, optional
+        The value's name in the usage line (default: the option's name).
+    """
+    p.add_argument(
+        *flags, type=int_type(minimum), default=default, metavar=metavar, help=help
+    )
+
+
+def add_float_option(p, *flags: str, default, help: str, **limits) -> None:
+    """Add an option taking a finite number, checked while parsing.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+    *flags : str
+    default : float, "auto" or None
+    help : str
+    **limits
+        ``minimum``, ``strict`` and ``auto``, as in :func:`float_type`
+        (default: a number ``>= 0``).
+    """
+    p.add_argument(*flags, type=float_type(**limits), default=default, help=help)
+
+
+def add_choice_option(p, *flags: str, choices, default: str, help: str) -> None:
+    """Add an option taking one of ``choices`` (argparse lists them on an error).
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+    *flags : str
+    choices : sequence of str
+    default : str
+    help : str
+    """
+    p.add_argument(*flags, default=default, choices=choices, help=help)
+
+
 # -- option groups -------------------------------------------------------------------
 def add_data_options(p, datasets, files: str = "a CSV file") -> None:
     """``--data`` (a built-in dataset or a file) and ``--data-dir``."""
@@ -267,34 +320,33 @@ def add_data_dir_option(p) -> None:
 def add_run_options(p, unit: str, plot: str = "the convergence plot") -> None:
     """Options every fitting command shares: tolerance, seed, device, dtype,
     table rows, and the output files (``--json``, ``--plot`` drawing ``plot``)."""
-    p.add_argument(
-        "--tol",
-        type=float_type(0.0),
-        default=1e-4,
-        help="relative change that stops the solver",
+    add_float_option(
+        p, "--tol", default=1e-4, help="relative change that stops the solver"
     )
     add_seed_option(p)
     add_device_option(p)
-    p.add_argument(
+    add_choice_option(
+        p,
         "--dtype",
-        default="float32",
         choices=["float32", "float64"],
+        default="float32",
         help="floating-point precision of the fit",
     )
-    p.add_argument(
+    add_int_option(
+        p,
         "--every",
-        type=int_type(0),
         default=0,
-        metavar="N",
         help=f"print every N-th {unit}; 0 prints about 15 rows",
+        minimum=0,
+        metavar="N",
     )
     add_output_options(p, plot)
 
 
 def add_seed_option(p) -> None:
     """``--seed``: the random seed of data generation, splits and the fit."""
-    p.add_argument(
-        "--seed", type=int_type(0), default=0, help="random seed (data, splits, fit)"
+    add_int_option(
+        p, "--seed", default=0, help="random seed (data, splits, fit)", minimum=0
     )
 
 
@@ -454,6 +506,35 @@ def table_rows(n: int, every: int, default_rows: int = 15) -> list[int]:
         return []
     step = every or max(1, n // default_rows)
     return sorted(set(range(0, n, step)) | {n - 1})
+
+
+#: The first columns of most convergence tables (see :func:`print_history`).
+ITERATION_COLUMNS = (("iteration", "iter", 5, "d"), ("time", "time(s)", 9, ".3f"))
+
+
+def print_history(history, every: int, columns) -> None:
+    """Print a solver's history as a table: a header, then the rows
+    :func:`table_rows` picks.
+
+    Parameters
+    ----------
+    history : dict of str to array
+        A fitted model's ``history_``.
+    every : int
+        ``--every``.
+    columns : sequence of (key, title, width, format)
+        A column per history ``key`` that the history has (the others are
+        left out): ``title`` and the values, right-aligned in ``width``
+        characters and written with ``format`` (``"d"``: as an int).
+    """
+    columns = [c for c in columns if c[0] in history]
+    print(" ".join(f"{title:>{width}}" for _, title, width, _ in columns))
+    for i in table_rows(len(history[columns[0][0]]), every):
+        cells = []
+        for key, _, width, spec in columns:
+            value = int(history[key][i]) if spec == "d" else history[key][i]
+            cells.append(f"{value:>{width}{spec}}")
+        print(" ".join(cells))
 
 
 # -- outputs ---------------------------------------------------------------------------

@@ -7,19 +7,21 @@ import math
 import numpy as np
 
 from ._common import (
+    ITERATION_COLUMNS,
     CommandError,
+    add_choice_option,
     add_data_options,
+    add_float_option,
+    add_int_option,
     add_run_options,
     fit_options,
     fit_recording,
-    float_type,
-    int_type,
     load_csv,
     plot_convergence,
+    print_history,
     recording_warnings,
     report_warnings,
     save_plot,
-    table_rows,
     write_json,
 )
 
@@ -50,56 +52,53 @@ DESCRIPTION = (
 def add_arguments(p) -> None:
     """Add the options of ``embedopt complete`` to the parser ``p``."""
     add_data_options(p, _DATASETS, "a CSV file of row,col,value lines")
-    p.add_argument(
+    add_int_option(
+        p,
         "--size",
-        type=int_type(2),
         default=1000,
-        metavar="M",
         help="m for the synthetic problem (an m x m matrix)",
+        minimum=2,
+        metavar="M",
     )
-    p.add_argument(
-        "--rank",
-        type=int_type(1),
-        default=5,
-        help="rank of the synthetic ground truth",
-    )
-    p.add_argument(
+    add_int_option(p, "--rank", default=5, help="rank of the synthetic ground truth")
+    add_choice_option(
+        p,
         "--solver",
-        default="ais_impute",
         choices=_SOLVER_CHOICES,
+        default="ais_impute",
         help="AIS-Impute (randomized or exact SVT) or a baseline",
     )
-    p.add_argument(
+    add_float_option(
+        p,
         "--lam",
-        type=float_type(0.0, strict=True, auto=True),
         default="auto",
         help="lambda > 0, or 'auto' to select it on the validation entries",
+        strict=True,
+        auto=True,
     )
-    p.add_argument(
+    add_choice_option(
+        p,
         "--loss",
+        choices=["square", *_BINARY_LOSSES],
         default="square",
-        choices=["square", "logistic", "squared_hinge"],
         help="data-fit loss (logistic and squared_hinge fit +/-1 labels)",
     )
-    p.add_argument(
+    add_choice_option(
+        p,
         "--center",
-        default="auto",
         choices=["auto", "none", "global", "row", "column", "both"],
+        default="auto",
         help="centering (default auto: none for the +/-1 losses, else chosen "
         "on the validation entries, as MatrixCompletion does)",
     )
-    p.add_argument(
+    add_choice_option(
+        p,
         "--postprocess",
-        default="auto",
         choices=["auto", "yes", "no"],
+        default="auto",
         help="refit the singular values on the observed entries",
     )
-    p.add_argument(
-        "--max-iter",
-        type=int_type(1),
-        default=500,
-        help="iterations per lambda",
-    )
+    add_int_option(p, "--max-iter", default=500, help="iterations per lambda")
     add_run_options(p, "iteration")
 
 
@@ -168,6 +167,16 @@ def _signs(values) -> np.ndarray:
     return np.where(np.asarray(values) >= 0, 1.0, -1.0)
 
 
+#: The convergence table: (history key, title, width, format).
+_COLUMNS = (
+    *ITERATION_COLUMNS,
+    ("objective", "objective", 14, ".6g"),
+    ("lam", "lambda_t", 10, ".4g"),
+    ("rank", "rank", 5, "d"),
+    *((key, key, 12, ".5f") for key in ("val_rmse", "val_accuracy")),
+)
+
+
 def run(args) -> int:
     """Run ``embedopt complete``; return the exit status."""
     from ..completion import MatrixCompletion
@@ -205,7 +214,7 @@ def run(args) -> int:
         history = model.history_
         print(f"\n{args.solver} convergence:")
         out.update(n_iter=model.n_iter_, stop_reason=model.stop_reason_)
-    _print_table(history, args.every)
+    print_history(history, args.every, _COLUMNS)
     print()
     _report_test(args, model, data, out, total)
     _plot(args, model, history)
@@ -320,21 +329,3 @@ def _report_test(args, model, data, out, total) -> None:
             f"{key.replace('_', ' ')} = {out[key]:.4f}   rank = {model.rank_}   "
             f"total fit time = {total:.2f}s"
         )
-
-
-def _print_table(history, every) -> None:
-    n = len(history["iteration"])
-    keys = [k for k in ("val_rmse", "val_accuracy") if k in history]
-    header = (
-        f"{'iter':>5} {'time(s)':>9} {'objective':>14} {'lambda_t':>10} {'rank':>5}"
-    )
-    header += "".join(f" {k:>12}" for k in keys)
-    print(header)
-    for i in table_rows(n, every):
-        line = (
-            f"{int(history['iteration'][i]):>5} {history['time'][i]:>9.3f} "
-            f"{history['objective'][i]:>14.6g} {history['lam'][i]:>10.4g} "
-            f"{int(history['rank'][i]):>5}"
-        )
-        line += "".join(f" {history[k][i]:>12.5f}" for k in keys)
-        print(line)

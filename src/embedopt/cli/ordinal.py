@@ -6,17 +6,18 @@ import numpy as np
 
 from ._common import (
     CommandError,
+    add_choice_option,
     add_data_options,
+    add_float_option,
+    add_int_option,
     add_run_options,
     fit_options,
     fit_recording,
-    float_type,
-    int_type,
     load_csv,
     plot_convergence,
+    print_history,
     report_warnings,
     save_plot,
-    table_rows,
     write_json,
 )
 
@@ -53,49 +54,36 @@ def add_arguments(p) -> None:
     """Add the options of ``embedopt ordinal`` to the parser ``p``."""
     losses, solvers = _names()
     add_data_options(p, _ORDINAL_DATA, "a CSV file of i,j,k or i,j,l,k lines")
-    p.add_argument(
-        "--n-objects", type=int_type(3), default=100, help="synthetic objects"
-    )
-    p.add_argument(
-        "--dims", type=int_type(1), default=10, help="synthetic planted dimension"
-    )
-    p.add_argument(
-        "--n-train",
-        type=int_type(1),
-        default=10_000,
-        help="synthetic training triplets",
-    )
-    p.add_argument(
-        "--n-test",
-        type=int_type(1),
-        default=10_000,
-        help="synthetic held-out triplets",
-    )
-    p.add_argument(
+    add_int_option(p, "--n-objects", default=100, help="synthetic objects", minimum=3)
+    add_int_option(p, "--dims", default=10, help="synthetic planted dimension")
+    add_int_option(p, "--n-train", default=10_000, help="synthetic training triplets")
+    add_int_option(p, "--n-test", default=10_000, help="synthetic held-out triplets")
+    add_int_option(
+        p,
         "--n-components",
-        type=int_type(1),
         default=None,
-        metavar="P",
         help="embedding dimension (default: --dims for synthetic, 9 music, 2 "
         "otherwise)",
+        metavar="P",
     )
-    p.add_argument("--loss", default="ste", choices=losses, help="triplet loss")
-    p.add_argument(
+    add_choice_option(p, "--loss", choices=losses, default="ste", help="triplet loss")
+    add_choice_option(
+        p,
         "--solver",
-        default="auto",
         choices=["auto", *solvers],
+        default="auto",
         help="optimization method ('auto': L-BFGS up to 10^5 comparisons, "
         "SVRG-SBB above)",
     )
-    p.add_argument(
+    add_int_option(
+        p,
         "--batch-size",
-        type=int_type(1),
         default=None,
         help="comparisons per inner step (default: the library's, 100)",
     )
-    p.add_argument(
+    add_float_option(
+        p,
         "--epsilon",
-        type=float_type(0.0),
         default=None,
         help="SBB epsilon in units of r / n_objects unless --absolute-epsilon "
         "(default: the library's, 0.03)",
@@ -105,22 +93,24 @@ def add_arguments(p) -> None:
         action="store_true",
         help="use --epsilon as the absolute epsilon of eq. (17)",
     )
-    p.add_argument(
+    add_int_option(
+        p,
         "--update-frequency",
-        type=int_type(1),
         default=None,
-        metavar="M",
         help="m, comparisons per epoch (default: all)",
+        metavar="M",
     )
-    p.add_argument(
+    add_float_option(
+        p,
         "--learning-rate",
-        type=float_type(0.0, strict=True, auto=True),
         default="auto",
         help="first/fixed step > 0, or 'auto' to measure the curvature",
+        strict=True,
+        auto=True,
     )
-    p.add_argument(
+    add_int_option(
+        p,
         "--max-iter",
-        type=int_type(1),
         default=None,
         help="epochs, or L-BFGS iterations (default: the library's, 100 epochs "
         "or 1000 iterations)",
@@ -226,22 +216,16 @@ def run(args) -> int:
     unit = "iter" if model.solver_ == "lbfgs" else "epoch"
     # L-BFGS records iterations, without gradient passes or step sizes: its
     # table leaves those columns out.
-    extra = "passes" in h and "step_size" in h
-    head = f"\n{unit:>5} " + (f"{'passes':>7} " if extra else "")
-    print(
-        head
-        + f"{'time(s)':>8} {'objective':>12} "
-        + (f"{'step':>10} " if extra else "")
-        + f"{'held-out err':>13}"
-    )
-    for i in table_rows(len(h["iteration"]), args.every):
-        print(
-            f"{int(h['iteration'][i]):>5} "
-            + (f"{h['passes'][i]:>7.1f} " if extra else "")
-            + f"{h['time'][i]:>8.3f} {h['objective'][i]:>12.6g} "
-            + (f"{h['step_size'][i]:>10.4g} " if extra else "")
-            + f"{h['val_error'][i]:>13.4f}"
-        )
+    print()
+    columns = [
+        ("iteration", unit, 5, "d"),
+        ("passes", "passes", 7, ".1f"),
+        ("time", "time(s)", 8, ".3f"),
+        ("objective", "objective", 12, ".6g"),
+        ("step_size", "step", 10, ".4g"),
+        ("val_error", "held-out err", 13, ".4f"),
+    ]
+    print_history(h, args.every, columns)
     err = 1.0 - model.score(test)
     hit = np.flatnonzero(h["val_error"] < 0.15)
     print(

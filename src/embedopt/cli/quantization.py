@@ -10,11 +10,12 @@ import numpy as np
 
 from ._common import (
     CommandError,
+    add_choice_option,
     add_data_options,
     add_device_option,
+    add_int_option,
     add_output_options,
     add_seed_option,
-    int_type,
     save_plot,
     table_rows,
     write_json,
@@ -65,27 +66,24 @@ DESCRIPTION = (
 def add_arguments(p) -> None:
     """Add the options of ``embedopt quantize`` to the parser ``p``."""
     add_data_options(p, _DATASETS, "a .npy or .fvecs file of vectors")
-    p.add_argument(
+    add_int_option(
+        p,
         "--n",
-        type=int_type(2),
         default=5000,
         help="number of vectors (a random subset of a larger set)",
+        minimum=2,
     )
-    p.add_argument(
-        "--dim", type=int_type(1), default=32, help="dimension of the synthetic set"
-    )
-    p.add_argument(
+    add_int_option(p, "--dim", default=32, help="dimension of the synthetic set")
+    add_int_option(
+        p,
         "-M",
         "--subquantizers",
-        type=int_type(1),
         default=None,
         help=f"M, sub-quantizers; it must divide the dimension (default: "
         f"{_PREFERRED_M} when it does, else the nearest divisor)",
     )
-    p.add_argument(
-        "-K", "--centroids", type=int_type(1), default=64, help="K, centroids each"
-    )
-    p.add_argument("--iters", type=int_type(1), default=20, help="outer iterations")
+    add_int_option(p, "-K", "--centroids", default=64, help="K, centroids each")
+    add_int_option(p, "--iters", default=20, help="outer iterations")
     p.add_argument(
         "--methods",
         type=_method_list,
@@ -95,19 +93,19 @@ def add_arguments(p) -> None:
     )
     # The estimator's defaults: a user sees what ProductQuantizer() gives
     # (identity + gradient are the paper's Fig. 2 setting: pass them).
-    p.add_argument(
+    add_choice_option(
+        p,
         "--rotation-init",
-        default="eigenvalue",
         choices=["identity", "random", "eigenvalue"],
+        default="eigenvalue",
         help="starting rotation (default: eigenvalue allocation, the model's)",
     )
-    p.add_argument(
-        "--steps", type=int_type(1), default=5, help="GCD steps per iteration"
-    )
-    p.add_argument(
+    add_int_option(p, "--steps", default=5, help="GCD steps per iteration")
+    add_choice_option(
+        p,
         "--step-rule",
-        default="exact",
         choices=["gradient", "exact"],
+        default="exact",
         help="GCD angle rule (default: exact, the model's; gradient: the paper's)",
     )
     add_seed_option(p)

@@ -7,17 +7,19 @@ import sys
 import numpy as np
 
 from ._common import (
+    ITERATION_COLUMNS,
     CommandError,
+    add_choice_option,
     add_data_dir_option,
+    add_float_option,
+    add_int_option,
     add_run_options,
     fit_options,
     fit_recording,
-    float_type,
-    int_type,
     plot_convergence,
+    print_history,
     report_warnings,
     save_plot,
-    table_rows,
     warning_line,
     write_json,
 )
@@ -44,47 +46,47 @@ def add_arguments(p) -> None:
     """Add the options of ``embedopt sdp`` to the parser ``p``."""
     from ..sdp import SOLVERS
 
-    p.add_argument(
+    add_choice_option(
+        p,
         "--data",
-        default="a1a",
         choices=_DATASETS,
+        default="a1a",
         help="LIBSVM adult a1a, the 8x8 digits, or a synthetic two-class set",
     )
     add_data_dir_option(p)
-    p.add_argument(
+    add_choice_option(
+        p,
         "--problem",
-        default="npkl",
         choices=["npkl", "cmvu"],
+        default="npkl",
         help="kernel learning (eq. 13) or colored MVU (eq. 23)",
     )
-    p.add_argument(
+    add_int_option(
+        p,
         "--n",
-        type=int_type(2),
         default=None,
         help="use the first N patterns (default: all; 400 for synthetic)",
+        minimum=2,
     )
-    p.add_argument(
+    add_int_option(
+        p,
         "--rank",
-        type=int_type(1),
         default=None,
         help="rank r of the factors (default: 10; 2 for cmvu)",
     )
-    p.add_argument("--lam", type=float_type(0.0), default=1.0, help="lambda")
-    p.add_argument(
+    add_float_option(p, "--lam", default=1.0, help="lambda")
+    add_int_option(
+        p,
         "--n-pairs",
-        type=int_type(1),
         default=None,
         help="must-links and cannot-links of each kind (default: 1204 on a1a, "
         "n // 2 otherwise)",
     )
-    p.add_argument(
-        "--n-neighbors",
-        type=int_type(1),
-        default=5,
-        help="neighbours of the kNN graph",
+    add_int_option(p, "--n-neighbors", default=5, help="neighbours of the kNN graph")
+    add_choice_option(
+        p, "--solver", choices=list(SOLVERS), default="aagd", help="SDP solver"
     )
-    p.add_argument("--solver", default="aagd", choices=list(SOLVERS), help="SDP solver")
-    p.add_argument("--max-iter", type=int_type(1), default=1000, help="iterations")
+    add_int_option(p, "--max-iter", default=1000, help="iterations")
     add_run_options(
         p,
         "iteration",
@@ -221,6 +223,15 @@ def _make_model(args):
     return KernelLearning(args.rank or 10, n_pairs=args.n_pairs, **common)
 
 
+#: The convergence table: (history key, title, width, format).
+_COLUMNS = (
+    *ITERATION_COLUMNS,
+    ("objective", "objective", 16, ".10g"),
+    ("gap", "gap", 11, ".4g"),
+    ("gamma", "gamma", 11, ".4g"),
+)
+
+
 def run(args) -> int:
     """Run ``embedopt sdp``; return the exit status."""
     X, y, name = _load(args)
@@ -233,7 +244,7 @@ def run(args) -> int:
     )
     total, caught = fit_recording(model.fit, X, y=y)
     print(f"\n{args.solver} convergence:")
-    _print_table(model.history_, args.every)
+    print_history(model.history_, args.every, _COLUMNS)
     out = {
         "data": name,
         "problem": args.problem,
@@ -262,21 +273,6 @@ def run(args) -> int:
     report_warnings(caught)
     write_json(args.json, out)
     return 0
-
-
-def _print_table(history, every) -> None:
-    n = len(history["iteration"])
-    keys = [k for k in ("gap", "gamma") if k in history]
-    print(
-        f"{'iter':>5} {'time(s)':>9} {'objective':>16}"
-        + "".join(f" {k:>11}" for k in keys)
-    )
-    for i in table_rows(n, every):
-        line = (
-            f"{int(history['iteration'][i]):>5} {history['time'][i]:>9.3f} "
-            f"{history['objective'][i]:>16.10g}"
-        )
-        print(line + "".join(f" {history[k][i]:>11.4g}" for k in keys))
 
 
 def _plot(path, model, y, args) -> None:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from ._common import (
+    ITERATION_COLUMNS,
+    add_choice_option,
     add_data_dir_option,
+    add_float_option,
+    add_int_option,
     add_run_options,
     fit_options,
     fit_recording,
-    float_type,
-    int_type,
     plot_convergence,
+    print_history,
     report_warnings,
     save_plot,
-    table_rows,
     write_json,
 )
 
@@ -36,44 +38,38 @@ def add_arguments(p) -> None:
     """Add the options of ``embedopt similarity`` to the parser ``p``."""
     from ..similarity import SOLVERS
 
-    p.add_argument(
-        "--data", default="100k", choices=_DATASETS, help="MovieLens dataset"
+    add_choice_option(
+        p, "--data", choices=_DATASETS, default="100k", help="MovieLens dataset"
     )
     add_data_dir_option(p)
-    p.add_argument(
+    add_choice_option(
+        p,
         "--towers",
-        default="hybrid",
         choices=["hybrid", "mlp", "embedding"],
+        default="hybrid",
         help="tower kind of both sides",
     )
-    p.add_argument(
-        "--n-components", type=int_type(1), default=64, help="embedding dimension"
-    )
-    p.add_argument(
+    add_int_option(p, "--n-components", default=64, help="embedding dimension")
+    add_float_option(
+        p,
         "--omega",
-        type=float_type(0.0),
         default=None,
         help="weight of the imputed zeros (default: the model's)",
     )
-    p.add_argument(
-        "--lam",
-        type=float_type(0.0),
-        default=None,
-        help="regularization (default: the model's)",
+    add_float_option(
+        p, "--lam", default=None, help="regularization (default: the model's)"
     )
-    p.add_argument(
+    add_choice_option(
+        p,
         "--solver",
-        default="auto",
         choices=["auto", *SOLVERS],
+        default="auto",
         help="auto: ALS for embedding towers, Gauss-Newton-CG otherwise",
     )
-    p.add_argument(
-        "--max-iter",
-        type=int_type(1),
-        default=None,
-        help="iterations (default: the model's)",
+    add_int_option(
+        p, "--max-iter", default=None, help="iterations (default: the model's)"
     )
-    p.add_argument("--k", type=int_type(1), default=10, help="cut-off of the metrics")
+    add_int_option(p, "--k", default=10, help="cut-off of the metrics")
     add_run_options(p, "iteration", plot="the objective and P@k vs time")
     # The model's tolerance depends on its solver (ALS tests the objective
     # decrease, the others the gradient norm): the shared 1e-4 would make
@@ -125,7 +121,14 @@ def run(args) -> int:
         validation=test,
     )
     print(f"\n{model.solver_} convergence (P@{args.k} on the test pairs):")
-    _print_table(model.history_, args.every, args.k)
+    columns = [
+        *ITERATION_COLUMNS,
+        ("objective", "objective", 14, ".8g"),
+        ("grad_norm", "grad norm", 11, ".4g"),
+        ("cg_iter", "cg_iter", 12, ".4g"),
+        (f"precision@{args.k}", f"precision@{args.k}", 12, ".4g"),
+    ]
+    print_history(model.history_, args.every, columns)
     metrics = model.evaluate(test, k=args.k)
     print(
         "\ntest: "
@@ -151,22 +154,6 @@ def run(args) -> int:
         },
     )
     return 0
-
-
-def _print_table(history, every, k) -> None:
-    n = len(history["iteration"])
-    key = f"precision@{k}"
-    extra = [c for c in ("cg_iter", key) if c in history]
-    print(
-        f"{'iter':>5} {'time(s)':>9} {'objective':>14} {'grad norm':>11}"
-        + "".join(f" {c:>12}" for c in extra)
-    )
-    for i in table_rows(n, every):
-        line = (
-            f"{int(history['iteration'][i]):>5} {history['time'][i]:>9.3f} "
-            f"{history['objective'][i]:>14.8g} {history['grad_norm'][i]:>11.4g}"
-        )
-        print(line + "".join(f" {history[c][i]:>12.4g}" for c in extra))
 
 
 def _plot(path, model, args) -> None:

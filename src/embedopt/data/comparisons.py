@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from .._core import DataValidationError, InvalidParameterError, resolve_random_state
-from .entries import _as_int, infer_size
+from .entries import _as_int, _is_numeric, infer_size
 from .splits import split_bounds
 
 __all__ = [
@@ -159,10 +159,13 @@ class Comparisons:
         Parameters
         ----------
         selection : array-like of bool or int
+            A mask of length ``len(self)``, or positions (in any order,
+            repeats allowed).
 
         Returns
         -------
         Comparisons
+            Over the same ``n_objects``.
         """
         return Comparisons(
             self.indices[np.asarray(selection)],
@@ -234,7 +237,7 @@ def _orient(idx: np.ndarray, responses) -> np.ndarray:
             f"Got {idx.shape[0]} comparisons but responses of shape {y.shape}; give "
             "exactly one +/-1 response per comparison."
         )
-    if y.dtype == object or not np.issubdtype(y.dtype, np.number):
+    if not _is_numeric(y):
         raise DataValidationError(
             f"Responses must be +1 or -1; got an array of dtype {y.dtype}."
         )

@@ -85,7 +85,7 @@ class ObservedEntries:
                 "np.real(values) (or np.abs) explicitly if that is what you mean."
             )
         if not np.issubdtype(vals.dtype, np.floating):
-            if vals.dtype == object or not np.issubdtype(vals.dtype, np.number):
+            if not _is_numeric(vals):
                 raise DataValidationError(
                     f"Observed values must be numeric; got dtype {vals.dtype}."
                 )
@@ -162,7 +162,7 @@ class ObservedEntries:
                 f"A dense input must be real; got dtype {a.dtype}. Pass np.real(X) "
                 "explicitly if that is what you mean."
             )
-        if a.dtype == object or not np.issubdtype(a.dtype, np.number):
+        if not _is_numeric(a):
             raise DataValidationError(
                 f"A dense input must be numeric with NaN for missing entries; got "
                 f"dtype {a.dtype}."
@@ -414,6 +414,11 @@ def infer_size(idx: np.ndarray, what: str, parameter: str) -> int:
                 stacklevel=3,
             )
     return size
+
+
+def _is_numeric(a: np.ndarray) -> bool:
+    """Whether ``a`` holds numbers: not booleans, text or Python objects."""
+    return np.issubdtype(a.dtype, np.number)
 
 
 def _as_int(idx: np.ndarray) -> np.ndarray:

@@ -194,6 +194,7 @@ def flip_comparisons(
     ----------
     comparisons : Comparisons
     flip_rate : float in [0, 1)
+        Fraction of the comparisons to reverse.
     random_state : None, int or numpy Generator
 
     Returns
@@ -237,6 +238,7 @@ def make_class_triplets(
         Class of each object; at least two classes, and every object's class
         needs a second member for it to be drawn as i.
     n_triplets : int
+        Triplets to draw, each independently (a triplet may repeat).
     flip_rate : float in [0, 1)
     random_state : None, int or numpy Generator
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core import DataValidationError
+from .._core import DataValidationError, fill_doc
 from ._files import integer_ids, parsing
 from ._paths import find_dataset_dir
 from .comparisons import Comparisons, ComparisonWarning
@@ -24,6 +24,14 @@ __all__ = [
     "load_eurodist",
     "load_music_triplets",
 ]
+
+#: The Parameters section of every loader here (a docstring's
+#: ``{path_parameter}``); the default folder is ``$EMBEDOPT_DATA/<dataset>``.
+_PATH_PARAMETER = """\
+Parameters
+----------
+path : path, optional
+    The dataset folder or a data root containing it."""
 
 
 @dataclass
@@ -51,6 +59,7 @@ class MusicTriplets:
     n_dropped: int
 
 
+@fill_doc(path_parameter=_PATH_PARAMETER)
 def load_music_triplets(path: str | os.PathLike | None = None) -> MusicTriplets:
     """Load the music-artist triplets of van der Maaten & Weinberger (2012).
 
@@ -60,10 +69,7 @@ def load_music_triplets(path: str | os.PathLike | None = None) -> MusicTriplets:
     repeat an artist are dropped (counted in ``n_dropped``), and the 400
     artists that occur are renumbered ``0..399`` in increasing original order.
 
-    Parameters
-    ----------
-    path : path, optional
-        The dataset folder or a data root containing it.
+    {path_parameter}
 
     Returns
     -------
@@ -139,6 +145,7 @@ class DistanceData:
     names: list
 
 
+@fill_doc(path_parameter=_PATH_PARAMETER)
 def load_eurodist(path: str | os.PathLike | None = None) -> DistanceData:
     """Road distances (km) between 21 European cities (R's ``eurodist``).
 
@@ -147,10 +154,7 @@ def load_eurodist(path: str | os.PathLike | None = None) -> DistanceData:
     cities in 2-d from triplets of these distances; see
     :func:`~embedopt.data.make_random_triplets` with ``distances=``.
 
-    Parameters
-    ----------
-    path : path, optional
-        The dataset folder or a data root containing it.
+    {path_parameter}
 
     Returns
     -------
@@ -193,6 +197,7 @@ class LabelledData:
     y: np.ndarray
 
 
+@fill_doc(path_parameter=_PATH_PARAMETER)
 def load_digits(path: str | os.PathLike | None = None) -> LabelledData:
     """The 8x8 handwritten digits (1,797 images, 10 classes) bundled with scikit-learn.
 
@@ -200,10 +205,7 @@ def load_digits(path: str | os.PathLike | None = None) -> LabelledData:
     from ``$EMBEDOPT_DATA/sklearn-digits``; used for the retrieval experiment
     with class triplets (Sec. 5.4 protocol).
 
-    Parameters
-    ----------
-    path : path, optional
-        The dataset folder or a data root containing it.
+    {path_parameter}
 
     Returns
     -------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._core import DataValidationError, to_numpy
+from .._core import DataValidationError, fill_doc, to_numpy
 
 __all__ = [
     "label_precision_at_k",
@@ -17,6 +17,14 @@ __all__ = [
     "mean_average_precision",
     "retrieval_scores",
 ]
+
+#: The query and database arguments of every metric here (a docstring's
+#: ``{labelled_data}``); without a database the queries search each other.
+_LABELLED_DATA = """\
+query : array-like or tensor, shape (n, p)
+query_labels : array-like, shape (n,)
+database : array-like or tensor, shape (N, p), optional
+database_labels : array-like, shape (N,), optional"""
 
 
 def _labelled_rows(X, labels, what: str, shape: str):
@@ -43,6 +51,7 @@ def _prepare(query, query_labels, database, database_labels):
     return Xq, yq, Xd, yd, False
 
 
+@fill_doc(labelled_data=_LABELLED_DATA)
 def retrieval_scores(
     query,
     query_labels,
@@ -63,10 +72,7 @@ def retrieval_scores(
 
     Parameters
     ----------
-    query : array-like or tensor, shape (n, p)
-    query_labels : array-like, shape (n,)
-    database : array-like or tensor, shape (N, p), optional
-    database_labels : array-like, shape (N,), optional
+    {labelled_data}
     k : int or sequence of int
         Cut-offs of Precision@K and Recall@K (paper: 40 to 100, P@60 in Table II).
     chunk_size : int
@@ -113,15 +119,13 @@ def retrieval_scores(
     }
 
 
+@fill_doc(labelled_data=_LABELLED_DATA)
 def mean_average_precision(query, query_labels, database=None, database_labels=None):
     """Mean average precision of retrieval by label (see :func:`retrieval_scores`).
 
     Parameters
     ----------
-    query : array-like, shape (n, p)
-    query_labels : array-like, shape (n,)
-    database : array-like, shape (N, p), optional
-    database_labels : array-like, shape (N,), optional
+    {labelled_data}
 
     Returns
     -------
@@ -130,6 +134,7 @@ def mean_average_precision(query, query_labels, database=None, database_labels=N
     return retrieval_scores(query, query_labels, database, database_labels, k=1)["map"]
 
 
+@fill_doc(labelled_data=_LABELLED_DATA)
 def label_precision_at_k(
     query, query_labels, database=None, database_labels=None, *, k=60
 ):
@@ -137,10 +142,7 @@ def label_precision_at_k(
 
     Parameters
     ----------
-    query : array-like, shape (n, p)
-    query_labels : array-like, shape (n,)
-    database : array-like, shape (N, p), optional
-    database_labels : array-like, shape (N,), optional
+    {labelled_data}
     k : int
 
     Returns

@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core import DataValidationError, to_numpy
+from .._core import DataValidationError, fill_doc, to_numpy
 
 __all__ = ["accuracy", "mae", "nmse", "nmse_lowrank", "rmse"]
+
+#: The arguments and result of :func:`rmse`, :func:`mae` and :func:`nmse`
+#: (a docstring's ``{error_arguments}``).
+_ERROR_ARGUMENTS = """\
+Parameters
+----------
+y_true, y_pred : array-like or tensor, shape (n,)
+
+Returns
+-------
+float"""
 
 
 def _pair(y_true, y_pred):
@@ -21,18 +32,14 @@ def _pair(y_true, y_pred):
     return a, b
 
 
+@fill_doc(error_arguments=_ERROR_ARGUMENTS)
 def rmse(y_true, y_pred) -> float:
     """Root mean squared error ``sqrt(mean((y_true - y_pred)^2))``.
 
-    Parameters
-    ----------
-    y_true, y_pred : array-like or tensor, shape (n,)
+    Computed on errors scaled by the largest one, so that errors near the
+    float64 range (1e200) do not overflow when squared.
 
-    Returns
-    -------
-    float
-        Computed on errors scaled by the largest one, so that errors near
-        the float64 range (1e200) do not overflow when squared.
+    {error_arguments}
     """
     a, b = _pair(y_true, y_pred)
     with np.errstate(over="ignore"):  # a - b beyond the range is inf, as is the rmse
@@ -43,25 +50,24 @@ def rmse(y_true, y_pred) -> float:
     return top * float(np.sqrt(np.mean((err / top) ** 2)))
 
 
+@fill_doc(error_arguments=_ERROR_ARGUMENTS)
 def mae(y_true, y_pred) -> float:
-    """Mean absolute error ``mean(|y_true - y_pred|)``; arguments as in :func:`rmse`."""
+    """Mean absolute error ``mean(|y_true - y_pred|)``.
+
+    {error_arguments}
+    """
     a, b = _pair(y_true, y_pred)
     return float(np.mean(np.abs(a - b)))
 
 
+@fill_doc(error_arguments=_ERROR_ARGUMENTS)
 def nmse(y_true, y_pred) -> float:
     """Normalized error ``||y_pred - y_true|| / ||y_true||`` (Yao & Kwok, Sec. 5.1).
 
     The paper calls this NMSE although it is a ratio of norms, not of squared
     norms; we follow the paper so the numbers compare.
 
-    Parameters
-    ----------
-    y_true, y_pred : array-like or tensor, shape (n,)
-
-    Returns
-    -------
-    float
+    {error_arguments}
     """
     a, b = _pair(y_true, y_pred)
     denom = np.linalg.norm(a)

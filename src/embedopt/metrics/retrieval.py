@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core import DataValidationError, to_numpy
+from .._core import DataValidationError, fill_doc, to_numpy
 
 __all__ = [
     "average_precision_at_k",
@@ -13,6 +13,21 @@ __all__ = [
     "quantization_distortion",
     "recall_at_k",
 ]
+
+#: What every ranking metric takes and returns (its docstring's
+#: ``{ranking_arguments}``).
+_RANKING_ARGUMENTS = """\
+Parameters
+----------
+retrieved : array-like of int, shape (n_queries, n_results)
+    Ranked result ids, best first.
+relevant : array-like of int (n_queries,) or (n_queries, r) padded with -1,
+    list of id collections, or scipy.sparse matrix (nonzeros are relevant)
+k : int
+
+Returns
+-------
+float"""
 
 
 def _relevant_sets(relevant, nq: int) -> list[np.ndarray]:
@@ -69,6 +84,7 @@ def _answerable(sizes: np.ndarray) -> np.ndarray:
     return ok
 
 
+@fill_doc(ranking_arguments=_RANKING_ARGUMENTS)
 def recall_at_k(retrieved, relevant, k: int) -> float:
     """Mean fraction of each query's relevant items found in its top k.
 
@@ -76,38 +92,20 @@ def recall_at_k(retrieved, relevant, k: int) -> float:
     relevant item. With ``relevant`` = the exact nearest neighbour of each
     query this is the ANN "recall@R" of Jegou et al. (2010) with R = k.
 
-    Parameters
-    ----------
-    retrieved : array-like of int, shape (n_queries, n_results)
-        Ranked result ids, best first.
-    relevant : array-like of int (n_queries,) or (n_queries, r) padded with -1,
-        list of id collections, or scipy.sparse matrix (nonzeros are relevant)
-    k : int
-
-    Returns
-    -------
-    float
+    {ranking_arguments}
     """
     hits, sizes = _hits(retrieved, relevant, k)
     ok = _answerable(sizes)
     return float(np.mean(hits[ok] / sizes[ok]))
 
 
+@fill_doc(ranking_arguments=_RANKING_ARGUMENTS)
 def precision_at_k(retrieved, relevant, k: int) -> float:
     """Mean fraction of each query's top k that is relevant.
 
     ``mean_q |top_k(q) ∩ rel(q)| / k``.
 
-    Parameters
-    ----------
-    retrieved : array-like of int, shape (n_queries, n_results)
-    relevant
-        As in :func:`recall_at_k`.
-    k : int
-
-    Returns
-    -------
-    float
+    {ranking_arguments}
     """
     hits, _ = _hits(retrieved, relevant, k)
     return float(np.mean(hits / k))
@@ -130,6 +128,7 @@ def _rank_hits(retrieved, relevant, k: int):
     return marks, sizes, _answerable(sizes)
 
 
+@fill_doc(ranking_arguments=_RANKING_ARGUMENTS)
 def ndcg_at_k(retrieved, relevant, k: int) -> float:
     """Mean normalized discounted cumulative gain of the top k (binary relevance).
 
@@ -137,16 +136,7 @@ def ndcg_at_k(retrieved, relevant, k: int) -> float:
     ideal ranking (the ``min(k, |rel(q)|)`` relevant items first); averaged
     over queries with at least one relevant item.
 
-    Parameters
-    ----------
-    retrieved : array-like of int, shape (n_queries, n_results)
-    relevant
-        As in :func:`recall_at_k`.
-    k : int
-
-    Returns
-    -------
-    float
+    {ranking_arguments}
     """
     marks, sizes, ok = _rank_hits(retrieved, relevant, k)
     discount = 1.0 / np.log2(np.arange(2, marks.shape[1] + 2))
@@ -156,22 +146,14 @@ def ndcg_at_k(retrieved, relevant, k: int) -> float:
     return float(np.mean(dcg[ok] / ideal[ok]))
 
 
+@fill_doc(ranking_arguments=_RANKING_ARGUMENTS)
 def average_precision_at_k(retrieved, relevant, k: int) -> float:
     """Mean average precision of the top k (MAP@k).
 
     ``AP@k(q) = sum_{r <= k} P@r(q) rel_r / min(k, |rel(q)|)``, averaged
     over queries with at least one relevant item.
 
-    Parameters
-    ----------
-    retrieved : array-like of int, shape (n_queries, n_results)
-    relevant
-        As in :func:`recall_at_k`.
-    k : int
-
-    Returns
-    -------
-    float
+    {ranking_arguments}
     """
     marks, sizes, ok = _rank_hits(retrieved, relevant, k)
     ranks = np.arange(1, marks.shape[1] + 1)

@@ -76,6 +76,10 @@ def armijo_gradient_descent(
 ) -> SolverResult:
     """Minimize a smooth objective by (diagonally scaled) gradient descent.
 
+    Each iteration searches along ``d = -D^{-1} grad f(x)`` (``D = I``
+    without a preconditioner) by Armijo backtracking, starting from
+    ``growth`` times the step accepted last.
+
     Parameters
     ----------
     objective : Objective

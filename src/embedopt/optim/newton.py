@@ -130,6 +130,11 @@ def newton_cg(
 ) -> SolverResult:
     """Minimize a smooth objective by truncated (Gauss-)Newton-CG.
 
+    Each outer iteration solves ``(B + mu I) s = -grad f(x)`` inexactly by
+    conjugate gradients (B the Hessian or the Gauss-Newton matrix, applied
+    by products only), then steps along s (by Armijo backtracking from the
+    full step ``t = 1`` with ``line_search``) and, with damping on, adapts mu.
+
     Parameters
     ----------
     objective : Objective

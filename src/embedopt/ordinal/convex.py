@@ -20,10 +20,11 @@ from __future__ import annotations
 import torch
 
 from .._core import Interval, check_memory, validate_params
+from .._core.docs import RUN_PARAMETERS_DOC, fill_doc
 from ..linalg import embedding_from_gram, project_centered_psd
 from ..optim import SolverResult, gradient_descent
 from .losses import OrdinalLoss
-from .problem import OrdinalProblem, setup, setup_options
+from .problem import OrdinalProblem, batch_steps_per_epoch, setup, setup_options
 
 # project_centered_psd and embedding_from_gram live in embedopt.linalg; they
 # stay importable from here (and from embedopt.ordinal) for existing code.
@@ -64,6 +65,7 @@ class GramProblem:
         Parameters
         ----------
         G : torch.Tensor, shape (n, n)
+            The Gram matrix ``X X^T`` of an embedding X.
 
         Returns
         -------
@@ -97,6 +99,7 @@ class GramProblem:
         return value, grad
 
 
+@fill_doc(run_parameters=RUN_PARAMETERS_DOC)
 def projected_gd(
     comparisons,
     n_components: int = 2,
@@ -150,11 +153,7 @@ def projected_gd(
     n_objects : int, optional
     validation : Comparisons or array-like, optional
         Held-out comparisons; ``history["val_error"]`` of the embedding.
-    random_state : None, int or numpy Generator
-    device : {"auto", "cpu", "cuda"} or torch.device
-    dtype : {"float32", "float64"}
-    verbose : int
-    callback : callable, optional
+    {run_parameters}
 
     Returns
     -------
@@ -193,12 +192,13 @@ def projected_gd(
         def evaluate(G):
             return s.evaluate(embedding_from_gram(G, n_components))
 
-    n = s.problem.n_samples
     res = gradient_descent(
         gram,
         project(s.x0 @ s.x0.T),
         learning_rate=learning_rate,
-        steps_per_iteration=max(1, round((n + 2 * (update_frequency or n)) / n)),
+        steps_per_iteration=batch_steps_per_epoch(
+            s.problem.n_samples, update_frequency
+        ),
         project=project,
         max_iter=max_iter,
         tol=tol,

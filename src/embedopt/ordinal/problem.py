@@ -151,6 +151,7 @@ class OrdinalProblem:
         Parameters
         ----------
         X : torch.Tensor, shape (n_objects, p)
+            The embedding, a row per object.
 
         Returns
         -------
@@ -311,6 +312,21 @@ class _Setup:
     x0: torch.Tensor
     rs: object
     evaluate: object
+
+
+def epoch_samples(n: int, update_frequency: int | None) -> int:
+    """Gradient calls of one SVRG epoch on n comparisons: a full gradient, then
+    ``update_frequency`` (default n) inner steps of two calls each.
+
+    The budget by which the other stochastic and batch solvers measure an
+    epoch, so that their histories compare with SVRG's per epoch.
+    """
+    return n + 2 * (update_frequency or n)
+
+
+def batch_steps_per_epoch(n: int, update_frequency: int | None) -> int:
+    """Full-gradient steps within the budget of an SVRG epoch (3 when m = n)."""
+    return max(1, round(epoch_samples(n, update_frequency) / n))
 
 
 def setup_options(

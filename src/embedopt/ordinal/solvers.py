@@ -51,7 +51,7 @@ from ..optim import lbfgs as _lbfgs
 from ..optim import sgd as _sgd
 from ..optim import svrg as _svrg
 from .convex import projected_gd
-from .problem import setup, setup_options
+from .problem import batch_steps_per_epoch, epoch_samples, setup, setup_options
 
 __all__ = [
     "AUTO_LBFGS_MAX_COMPARISONS",
@@ -131,10 +131,6 @@ def _default_batch(batch_size: int, per_epoch: int) -> int:
     if batch_size == DEFAULT_BATCH_SIZE:
         return min(batch_size, per_epoch)
     return batch_size
-
-
-def _epoch_samples(n: int, update_frequency: int | None) -> int:
-    return n + 2 * int(update_frequency or n)
 
 
 def _prepare(comparisons, n_components, data: dict, run: dict, owner, constraints):
@@ -438,7 +434,7 @@ def sgd(
         loss, n_objects, init, init_scale, validation, random_state, device, dtype
     )
     s = _prepare(comparisons, n_components, data, run, "SGD", SGD_CONSTRAINTS)
-    per_epoch = _epoch_samples(s.problem.n_samples, update_frequency)
+    per_epoch = epoch_samples(s.problem.n_samples, update_frequency)
     run["batch_size"] = _default_batch(run["batch_size"], per_epoch)
     return _sgd(
         s.problem,
@@ -504,11 +500,12 @@ def batch_gd(
         loss, n_objects, init, init_scale, validation, random_state, device, dtype
     )
     s = _prepare(comparisons, n_components, data, run, "Batch GD", GD_CONSTRAINTS)
-    n = s.problem.n_samples
     return gradient_descent(
         s.problem,
         s.x0,
-        steps_per_iteration=max(1, round(_epoch_samples(n, update_frequency) / n)),
+        steps_per_iteration=batch_steps_per_epoch(
+            s.problem.n_samples, update_frequency
+        ),
         evaluate=s.evaluate,
         name="Batch GD",
         **run,

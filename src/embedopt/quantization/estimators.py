@@ -8,12 +8,14 @@ import numpy as np
 import torch
 
 from .._core import (
+    RUN_PARAMETERS_DOC,
     BaseEstimator,
     DataValidationError,
     Interval,
     Options,
     as_array,
     check_is_fitted,
+    fill_doc,
     to_numpy,
 )
 from .codebooks import adc_search, decode, lloyd, split
@@ -44,6 +46,7 @@ def _codes_dtype(K: int):
     return np.uint8 if K <= 256 else np.uint16
 
 
+@fill_doc(run_parameters=RUN_PARAMETERS_DOC)
 class ProductQuantizer(BaseEstimator):
     """Product quantizer ``T(X) = phi(X R) R^T`` with a learned rotation R.
 
@@ -97,11 +100,7 @@ class ProductQuantizer(BaseEstimator):
         iterations that stops the loop (0: run ``max_iter``).
     batch_size : int
         Queries per block in :meth:`search` (database blocks are 8192 codes).
-    random_state : None, int or numpy Generator
-    device : {"auto", "cpu", "cuda"} or torch.device
-    dtype : {"float32", "float64"}
-    verbose : int
-    callback : callable, optional
+    {run_parameters}
 
     Attributes
     ----------
@@ -240,6 +239,8 @@ class ProductQuantizer(BaseEstimator):
         Parameters
         ----------
         X : array-like, shape (m, n)
+            Each row is rotated by R; each of its M sub-vectors is coded by
+            the index of the nearest centroid of its codebook.
 
         Returns
         -------

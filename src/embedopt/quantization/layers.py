@@ -202,6 +202,7 @@ class ProductQuantizationLayer(nn.Module):
         Parameters
         ----------
         x : torch.Tensor, shape (m, dim)
+            Embeddings, a row each (the tower's output).
 
         Returns
         -------

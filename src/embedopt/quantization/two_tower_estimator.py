@@ -186,6 +186,12 @@ class TwoTowerRetrieval(BaseEstimator):
     ) -> TwoTowerRetrieval:
         """Train the towers and the index (warm-up, OPQ warm start, index phase).
 
+        Phase 1 trains the towers alone for ``warmup_steps``; phase 2 fits
+        OPQ to the item embeddings of ``warm_start_samples`` training pairs;
+        phase 3 takes ``n_steps`` steps with the indexing layer on (retrieval
+        loss plus ``distortion_weight`` times the distortion), the rotation
+        kept or trained as ``rotation`` says.
+
         Parameters
         ----------
         X : ObservedEntries or tuple (users, items[, values])

@@ -32,7 +32,12 @@ import torch
 from scipy.sparse.csgraph import connected_components
 
 from .._core import DataValidationError, DataWarning
-from .problems import FactorGradient, knn_laplacian
+from .problems import (
+    FactorGradient,
+    _PairProblem,
+    _warn_if_disconnected,
+    knn_laplacian,
+)
 
 __all__ = ["CMVUProblem", "knn_pairs", "one_hot_labels"]
 
@@ -136,7 +141,7 @@ def knn_pairs(X, n_neighbors: int = 5, *, connect: bool = True, device="cpu"):
     return pairs, np.einsum("ij,ij->i", diff, diff)
 
 
-class CMVUProblem:
+class CMVUProblem(_PairProblem):
     """Colored maximum variance unfolding, eq. 23, on factors.
 
     ``f(Z) = 1/2 sum_{p = {i,j} in N} (E_p^T Z E_p - d_p)^2 - lam tr(H Z H K)``
@@ -191,9 +196,6 @@ class CMVUProblem:
         or negative, labels of the wrong shape.
     """
 
-    quadratic = True
-    strong_convexity = 0.0
-
     def __init__(
         self,
         n: int,
@@ -205,16 +207,12 @@ class CMVUProblem:
         device="cpu",
         dtype=torch.float64,
     ):
-        self.n = int(n)
-        self.lam = float(lam)
-        self.device = torch.device(device)
-        self.dtype = dtype
+        super().__init__(n, lam, device, dtype)
         pairs, sqdist, labels = _check_cmvu_inputs(self.n, pairs, sqdist, labels)
         deg = np.bincount(pairs.ravel(), minlength=self.n)
         self.lipschitz = float((deg[pairs[:, 0]] + deg[pairs[:, 1]]).max() + 2)
         self.n_pairs = len(pairs)
-        self.rows = torch.as_tensor(pairs[:, 0], device=self.device)
-        self.cols = torch.as_tensor(pairs[:, 1], device=self.device)
+        self._store_pairs(pairs)
         self.sqdist = torch.as_tensor(sqdist, device=self.device, dtype=dtype)
         self.labels = self.labels_t = self.classes = None
         if labels is not None:
@@ -227,8 +225,20 @@ class CMVUProblem:
                 self.labels_t = self.labels.T.contiguous()
 
     # -- building blocks ---------------------------------------------------------
-    def _pair_values(self, U: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
-        """``E_p^T U V^T E_p = (u_i - u_j) . (v_i - v_j)`` per pair, O(|N| k)."""
+    def pair_values(self, U: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+        """``s_p(U, V) = E_p^T U V^T E_p = (u_i - u_j) . (v_i - v_j)`` per pair.
+
+        Bilinear in ``(U, V)``, O(|N| k).
+
+        Parameters
+        ----------
+        U, V : torch.Tensor, shape (n, k)
+            Pass one tensor twice for ``Z = V V^T``: its rows are gathered once.
+
+        Returns
+        -------
+        torch.Tensor, shape (|N|,)
+        """
         dU = U[self.rows] - U[self.cols]
         dV = dU if V is U else V[self.rows] - V[self.cols]
         return (dU * dV).sum(1)
@@ -277,7 +287,7 @@ class CMVUProblem:
         -------
         FactorGradient
         """
-        resid = self._pair_values(X, Y) - self.sqdist
+        resid = self.pair_values(X, Y) - self.sqdist
         i, j = self.rows, self.cols
 
         def value() -> float:
@@ -295,22 +305,6 @@ class CMVUProblem:
             return out - self.lam * self._label_apply(self._label_map(W))
 
         return FactorGradient(value, matmul)
-
-    def curvature(self, U: torch.Tensor, V: torch.Tensor) -> float:
-        """``q(U V^T) = sum_p (E_p^T U V^T E_p)^2`` (the label term is linear).
-
-        Parameters
-        ----------
-        U, V : torch.Tensor, shape (n, k)
-            The direction ``E = U V^T``, by its factors.
-
-        Returns
-        -------
-        float
-            ``<E, nabla^2 f E>``, the same whatever the point (f quadratic).
-        """
-        along = self._pair_values(U, V)
-        return float(along.square().sum(dtype=torch.float64))
 
 
 def _check_cmvu_inputs(n: int, pairs, sqdist, labels):
@@ -333,14 +327,12 @@ def _check_cmvu_inputs(n: int, pairs, sqdist, labels):
     if np.any(sqdist < 0):
         raise DataValidationError("sqdist must be non-negative (squared distances).")
     graph = sp.csr_matrix((np.ones(len(pairs)), tuple(pairs.T)), shape=(n, n))
-    n_comp, _ = connected_components(graph, directed=False)
-    if n_comp > 1:
-        warnings.warn(
-            f"The pairs leave {n_comp} connected components: the CMVU objective is "
-            "unbounded below (components drift apart). Build them with knn_pairs.",
-            DataWarning,
-            stacklevel=3,
-        )
+    _warn_if_disconnected(
+        graph,
+        "The pairs leave {n_components} connected components: the CMVU objective "
+        "is unbounded below (components drift apart). Build them with knn_pairs.",
+        stacklevel=3,
+    )
     if labels is not None:
         labels = np.asarray(labels, dtype=np.float64)
         if labels.ndim != 2 or labels.shape[0] != n:

@@ -151,8 +151,50 @@ class FactorProblem(Protocol):
         """``q(U V^T) = <U V^T, nabla^2 f [U V^T]>`` (quadratic f only)."""
 
 
+# -- what the pair problems share ---------------------------------------------------
+class _PairProblem:
+    """The frame of :class:`NPKLProblem` and :class:`CMVUProblem`.
+
+    Both are quadratic in Z: half the squared residuals of linear values of Z
+    on index pairs ``(rows[p], cols[p])``, plus ``lam`` times a term linear in
+    Z. A subclass checks its data, stores the pairs (:meth:`_store_pairs`)
+    and gives their values (``pair_values``); the curvature follows.
+    """
+
+    quadratic = True
+    strong_convexity = 0.0
+
+    def __init__(self, n: int, lam: float, device, dtype):
+        self.n = int(n)
+        self.lam = float(lam)
+        self.device = torch.device(device)
+        self.dtype = dtype
+
+    def _store_pairs(self, pairs: np.ndarray) -> None:
+        """The pairs' two index columns as ``rows`` and ``cols`` on the device."""
+        self.rows = torch.as_tensor(pairs[:, 0], device=self.device)
+        self.cols = torch.as_tensor(pairs[:, 1], device=self.device)
+
+    def curvature(self, U: torch.Tensor, V: torch.Tensor) -> float:
+        """``q(U V^T) = sum_p s_p(U, V)^2``, with the pair values ``s_p`` of
+        :meth:`pair_values` (the ``lam`` term is linear: it adds nothing).
+
+        Parameters
+        ----------
+        U, V : torch.Tensor, shape (n, k)
+            The direction ``E = U V^T``, by its factors.
+
+        Returns
+        -------
+        float
+            ``<E, nabla^2 f E>``, the same whatever the point (f quadratic).
+        """
+        along = self.pair_values(U, V)
+        return float(along.square().sum(dtype=torch.float64))
+
+
 # -- NPKL (eq. 13) ----------------------------------------------------------------
-class NPKLProblem:
+class NPKLProblem(_PairProblem):
     """Nonparametric kernel learning, eq. 13, on factors.
 
     ``f(Z) = 1/2 sum_{{i,j} in Omega} (sym(Z)_ij - T_ij)^2 + lam tr(Z Lap)``
@@ -183,9 +225,7 @@ class NPKLProblem:
         float64 by default (see the module docstring).
     """
 
-    quadratic = True
     lipschitz = 1.0
-    strong_convexity = 0.0
 
     def __init__(
         self,
@@ -198,17 +238,13 @@ class NPKLProblem:
         device="cpu",
         dtype=torch.float64,
     ):
-        self.n = int(n)
-        self.lam = float(lam)
-        self.device = torch.device(device)
-        self.dtype = dtype
+        super().__init__(n, lam, device, dtype)
         ml, cl = check_pairs(must_link, cannot_link, self.n)
         diag = np.repeat(np.arange(self.n), 2).reshape(-1, 2)
         pairs = np.concatenate([ml, cl, diag]).astype(np.int64)
         target = np.concatenate([np.ones(len(ml)), np.zeros(len(cl)), np.ones(self.n)])
         self.n_pairs = len(ml) + len(cl)
-        self.rows = torch.as_tensor(pairs[:, 0], device=self.device)
-        self.cols = torch.as_tensor(pairs[:, 1], device=self.device)
+        self._store_pairs(pairs)
         self.target = torch.as_tensor(target, device=self.device, dtype=dtype)
         self.laplacian = None
         lap_csr = None
@@ -348,6 +384,7 @@ class NPKLProblem:
         Parameters
         ----------
         X, Y : torch.Tensor, shape (n, r)
+            The factors of ``Z = X Y^T``.
 
         Returns
         -------
@@ -396,20 +433,6 @@ class NPKLProblem:
             return cache["G"] @ W
 
         return FactorGradient(value, matmul)
-
-    def curvature(self, U: torch.Tensor, V: torch.Tensor) -> float:
-        """``q(U V^T) = sum_{p in Omega} sym(U V^T)_p^2`` (the trace term is linear).
-
-        Parameters
-        ----------
-        U, V : torch.Tensor, shape (n, k)
-
-        Returns
-        -------
-        float
-        """
-        s = self.pair_values(U, V)
-        return float((s * s).sum(dtype=torch.float64))
 
     def dense(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Dense ``(mask, T, lam Lap)`` for small-n references.
@@ -514,6 +537,18 @@ def _to_torch_csr(matrix, n: int, device, dtype) -> torch.Tensor:
         torch.as_tensor(csr.data, dtype=dtype),
         (n, n),
     ).to(device)
+
+
+def _warn_if_disconnected(graph, message: str, *, stacklevel: int, **fields):
+    """Warn (:class:`DataWarning`) when the undirected ``graph`` is not connected.
+
+    ``message`` is formatted with ``n_components`` (their number) and
+    ``fields``; ``stacklevel`` is the one of a ``warnings.warn`` in the caller.
+    """
+    n_comp, _ = connected_components(graph, directed=False)
+    if n_comp > 1:
+        text = message.format(n_components=n_comp, **fields)
+        warnings.warn(text, DataWarning, stacklevel=stacklevel + 1)
 
 
 # -- pairs ------------------------------------------------------------------------
@@ -748,14 +783,13 @@ def knn_laplacian(
     W = W.maximum(W.T)  # symmetric kNN graph (i in kNN(j) or j in kNN(i))
     W.eliminate_zeros()  # a vanished weight is no edge
     if warn_disconnected:
-        n_comp, _ = connected_components(W, directed=False)
-        if n_comp > 1:
-            warnings.warn(
-                f"The {n_neighbors}-NN graph has {n_comp} connected components; the "
-                "Laplacian term does not link them. Increase 'n_neighbors'.",
-                DataWarning,
-                stacklevel=2,
-            )
+        _warn_if_disconnected(
+            W,
+            "The {k}-NN graph has {n_components} connected components; the "
+            "Laplacian term does not link them. Increase 'n_neighbors'.",
+            stacklevel=2,
+            k=n_neighbors,
+        )
     deg = np.asarray(W.sum(axis=1)).ravel()
     # D^{-1/2} with 0 for a vertex all of whose weights vanished: its row of S
     # is 0 (and its Laplacian row that of an isolated vertex)

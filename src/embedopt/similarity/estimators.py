@@ -392,7 +392,7 @@ class TwoTowerModel(BaseEstimator):
         )
         return "als" if tables and self.loss == "square" else "gauss_newton"
 
-    def _warm_start(self, weights, user_tower, item_tower, data, ctx):
+    def _warm_start(self, objective_options, user_tower, item_tower, data, ctx):
         """ALS on the id tables of sum towers, then the MLPs start at zero.
 
         With ``solver="auto"`` and towers that have an id table (embedding
@@ -405,18 +405,7 @@ class TwoTowerModel(BaseEstimator):
         parts = [_table_part(t) for t in (user_tower, item_tower)]
         if None in parts or self.loss != "square":
             return None
-        a, b = weights
-        tables = AllPairsObjective(
-            *parts,
-            data,
-            omega=self.omega,
-            lam=self.lam,
-            user_weights=a,
-            item_weights=b,
-            imputation=self.imputation,
-            imputed=self.imputed,
-            chunk_size=self.chunk_size,
-        )
+        tables = AllPairsObjective(*parts, data, **objective_options)
         warm = SOLVERS.get("als")(
             tables,
             tables.initial_point(),
@@ -459,13 +448,22 @@ class TwoTowerModel(BaseEstimator):
             **options,
         }
 
-    def _weights(self, data, m: int, n: int):
-        if self.weights == "uniform":
-            return None, None
-        return (
-            popularity_weights(np.bincount(data.users, minlength=m)),
-            popularity_weights(np.bincount(data.items, minlength=n)),
-        )
+    def _objective_options(self, data, m: int, n: int) -> dict:
+        """The objective's keywords that the parameters set, but the loss (the
+        warm start fits the same objective with the square loss)."""
+        a = b = None
+        if self.weights != "uniform":
+            a = popularity_weights(np.bincount(data.users, minlength=m))
+            b = popularity_weights(np.bincount(data.items, minlength=n))
+        return {
+            "omega": self.omega,
+            "lam": self.lam,
+            "user_weights": a,
+            "item_weights": b,
+            "imputation": self.imputation,
+            "imputed": self.imputed,
+            "chunk_size": self.chunk_size,
+        }
 
     def _validation_callback(self, objective, validation, records):
         """Ranking metrics of the validation pairs after every iteration."""
@@ -560,23 +558,12 @@ class TwoTowerModel(BaseEstimator):
                 f"one width; the user tower returns {widths['user']} columns, the "
                 f"item tower {widths['item']}."
             )
-        a, b = self._weights(data, m, n)
+        objective_options = self._objective_options(data, m, n)
         make, where = AllPairsObjective, {}
         if distributed:
             make, where = DistributedAllPairsObjective, {"process_group": group}
         objective = make(
-            user_tower,
-            item_tower,
-            data,
-            loss=self.loss,
-            omega=self.omega,
-            lam=self.lam,
-            user_weights=a,
-            item_weights=b,
-            imputation=self.imputation,
-            imputed=self.imputed,
-            chunk_size=self.chunk_size,
-            **where,
+            user_tower, item_tower, data, loss=self.loss, **objective_options, **where
         )
         records: list[dict] = []
         callback = self.callback
@@ -595,7 +582,7 @@ class TwoTowerModel(BaseEstimator):
             self.warm_start_history_ = None
             if self.solver == "auto" and self.solver_ == "gauss_newton":
                 self.warm_start_history_ = self._warm_start(
-                    (a, b), user_tower, item_tower, data, ctx
+                    objective_options, user_tower, item_tower, data, ctx
                 )
                 if distributed:  # bitwise one start, whatever each process's rounding
                     objective.broadcast_parameters()
