@@ -37,6 +37,22 @@ __all__ = ["ColoredMVU", "KernelLearning"]
 # Estimator parameters that only some solvers take (by canonical solver name).
 _SOLVER_PARAMS = {"aagd": ("gamma",), "bm_agd": (), "bm_lbfgs": ()}
 
+#: What ``solver="auto"`` runs, per estimator and device type (the measured
+#: reasons are in the estimators' docstrings and in benchmarks/sdp/README.md,
+#: "Estimator defaults"). A device type not listed takes the "cpu" entry.
+_AUTO_SOLVER = {
+    "KernelLearning": {"cpu": "bm_lbfgs", "cuda": "aagd"},
+    "ColoredMVU": {"cpu": "bm_lbfgs", "cuda": "bm_lbfgs"},
+}
+
+#: ``tol`` when left at None, per resolved solver. AAGD and BM-AGD stop on the
+#: relative change of f; BM-L-BFGS on SciPy's tests (``ftol``, the decrease
+#: relative to ``max(|f|, 1)``, and ``gtol``), which at 1e-7 sometimes fired on
+#: one short step: on the NPKL of the first 100-600 digits (32 seeds) its fit
+#: then ended above AAGD's in 4 of them; at 1e-8 in none, at 1.1-1.5x the
+#: time of 1e-7 and still faster than AAGD (benchmarks/sdp/README.md).
+_DEFAULT_TOL = {"aagd": 1e-7, "bm_agd": 1e-7, "bm_lbfgs": 1e-8}
+
 
 def _features(X) -> np.ndarray:
     arr = X.toarray() if sp.issparse(X) else as_array(X, "X")
@@ -62,13 +78,13 @@ def _features(X) -> np.ndarray:
 
 # The constraints of the parameters every sdp estimator passes to its solver.
 _SOLVE_CONSTRAINTS = {
-    "solver": [Options(SOLVERS)],
+    "solver": [Options(["auto"]), Options(SOLVERS)],
     "gamma": [
         Options(["auto", "eq17"]),
         Interval(float, 0, None, closed="neither"),
     ],
     "max_iter": [Interval(int, 1, None)],
-    "tol": [Interval(float, 0, None)],
+    "tol": [Interval(float, 0, None), None],
     "init_scale": [Interval(float, 0, None, closed="neither")],
     **RUN_CONSTRAINTS,
 }
@@ -112,16 +128,27 @@ def _start(estimator, X):
     return ctx, feats, n
 
 
+def _resolve_solver(estimator, device) -> str:
+    """The canonical name of the solver a fit runs: ``solver``, or for
+    ``"auto"`` the entry of :data:`_AUTO_SOLVER` for the fit's device."""
+    if estimator.solver != "auto":
+        return SOLVERS.resolve_name(estimator.solver)
+    by_device = _AUTO_SOLVER[type(estimator).__name__]
+    return by_device.get(torch.device(device).type, by_device["cpu"])
+
+
 def _solve(estimator, problem, ctx):
-    """The one solver call of an sdp estimator's fit (its parameters, its context)."""
-    name = SOLVERS.resolve_name(estimator.solver)
+    """The one solver call of an sdp estimator's fit (its parameters, its
+    context); sets ``solver_``, the solver that ran."""
+    name = _resolve_solver(estimator, ctx.device)
     extra = estimator._param_values(_SOLVER_PARAMS[name])
+    tol = _DEFAULT_TOL[name] if estimator.tol is None else estimator.tol
     try:
-        return SOLVERS.get(name)(
+        result = SOLVERS.get(name)(
             problem,
             estimator.n_components,
             max_iter=estimator.max_iter,
-            tol=estimator.tol,
+            tol=tol,
             init_scale=estimator.init_scale,
             **ctx.run_options(estimator),
             **extra,
@@ -136,6 +163,8 @@ def _solve(estimator, problem, ctx):
             f"{estimator.init_scale!r} or lam={estimator.lam!r} is too large for "
             "the scale of the data; lower them or rescale X."
         ) from exc
+    estimator.solver_ = name
+    return result
 
 
 class KernelLearning(BaseEstimator):
@@ -149,7 +178,8 @@ class KernelLearning(BaseEstimator):
     ``n_neighbors``-NN graph with heat-kernel weights
     (:func:`~embedopt.sdp.knn_laplacian`), or a Laplacian given to
     :meth:`fit`. The SDP is solved on factors (:data:`~embedopt.sdp.SOLVERS`:
-    AAGD, Algorithm 1, by default); memory is ``O((|Omega| + nnz(Lap) + n) r)``.
+    Burer-Monteiro with L-BFGS on the CPU, AAGD, Algorithm 1, on CUDA; see
+    ``solver``); memory is ``O((|Omega| + nnz(Lap) + n) r)``.
 
     Parameters
     ----------
@@ -162,18 +192,31 @@ class KernelLearning(BaseEstimator):
     bandwidth : float, optional
         Heat-kernel width t of ``exp(-||x_i - x_j||^2 / t)``; default the mean
         squared kNN distance.
-    solver : str
-        A name of :data:`~embedopt.sdp.SOLVERS` (``"aagd"``, ``"bm_agd"``,
-        ``"bm_lbfgs"``).
+    solver : {"auto", "aagd", "bm_lbfgs", "bm_agd"}
+        ``"auto"`` or a name of :data:`~embedopt.sdp.SOLVERS`. ``"auto"``
+        runs ``"bm_lbfgs"`` on the CPU and ``"aagd"`` (the paper's method)
+        on CUDA; ``solver_`` says which ran. Measured with every other
+        parameter at its default (one thread, medians of 5 seeds,
+        benchmarks/sdp/README.md, "Estimator defaults"): BM-L-BFGS ends at
+        a lower objective than AAGD on every seed and takes __KL_DIGITS__x
+        less CPU time on all 1,797 digits and __KL_A1A__x less on a1a (same
+        Rand index of :meth:`cluster`). On CUDA, AAGD runs wholly on the
+        device, while L-BFGS-B goes through SciPy on the CPU every
+        iteration (not measured yet).
     n_pairs : int, optional
         Must-links and cannot-links (of each kind) sampled from ``y`` when
         :meth:`fit` gets labels instead of pairs; default ``n // 2``.
     gamma : {"auto", "eq17"} or float
-        Penalty of AAGD (:func:`~embedopt.sdp.estimate_gamma`).
+        Penalty of AAGD (:func:`~embedopt.sdp.estimate_gamma`); used only
+        when the solver that runs is ``"aagd"``.
     max_iter : int
         Solver iterations.
-    tol : float
-        Relative objective change that stops the solver.
+    tol : float, optional
+        Relative objective change that stops the solver (for
+        ``"bm_lbfgs"``, SciPy's ``ftol`` and ``gtol``). Default None: 1e-7,
+        and 1e-8 for ``"bm_lbfgs"``, whose SciPy tests at 1e-7 sometimes
+        stop on one short step above AAGD's objective (4 of 32 small
+        digits problems; none at 1e-8).
     init_scale : float
         Row norm of the random starting factor.
     random_state : None, int or numpy Generator
@@ -195,6 +238,8 @@ class KernelLearning(BaseEstimator):
         ``f(V V^T)`` (eq. 13).
     must_link_, cannot_link_ : numpy.ndarray, shape (m, 2)
         The pairs used (given or sampled), ordered ``i < j``.
+    solver_ : str
+        The solver that ran (``"auto"`` resolved).
     history_ : dict of numpy.ndarray
     n_iter_ : int
     stop_reason_ : str
@@ -225,11 +270,11 @@ class KernelLearning(BaseEstimator):
         lam: float = 1.0,
         n_neighbors: int = 5,
         bandwidth: float | None = None,
-        solver: str = "aagd",
+        solver: str = "auto",
         n_pairs: int | None = None,
         gamma="auto",
         max_iter: int = 1000,
-        tol: float = 1e-7,
+        tol: float | None = None,
         init_scale: float = 1.0,
         random_state=None,
         device="auto",
@@ -387,8 +432,9 @@ class ColoredMVU(BaseEstimator):
     the embedding keeps the local distances while its dependence on the
     labels (``K = Y Y^T`` for the one-hot labels Y) is maximized. Without
     labels ``K = I``: plain maximum variance unfolding. The SDP is solved on
-    factors (:data:`~embedopt.sdp.SOLVERS`; AAGD by default) in memory
-    ``O((|N| + n c) r)`` (:class:`~embedopt.sdp.CMVUProblem`).
+    factors (:data:`~embedopt.sdp.SOLVERS`; Burer-Monteiro with L-BFGS by
+    default, see ``solver``) in memory ``O((|N| + n c) r)``
+    (:class:`~embedopt.sdp.CMVUProblem`).
 
     Parameters
     ----------
@@ -401,13 +447,25 @@ class ColoredMVU(BaseEstimator):
         Trade-off lambda of the label term (the paper's default 1); relative
         to the scale of the features (the distance term grows like its
         fourth power, the label term like its square).
-    solver : str
-        A name of :data:`~embedopt.sdp.SOLVERS`.
+    solver : {"auto", "aagd", "bm_lbfgs", "bm_agd"}
+        ``"auto"`` or a name of :data:`~embedopt.sdp.SOLVERS`. ``"auto"``
+        runs ``"bm_lbfgs"`` on every device; ``solver_`` says which ran.
+        Measured with every other parameter at its default (one thread,
+        medians of 5 seeds, benchmarks/sdp/README.md, "Estimator
+        defaults"): AAGD stops at ``max_iter`` (a ConvergenceWarning) with
+        an objective __CM_300__ (n = 300 digits) and __CM_1797__ (all 1,797)
+        above BM-L-BFGS's, which converges in __CM_T300__x and __CM_T1797__x
+        less CPU time. AAGD's iterations, not their cost, are what is
+        missing (CMVU's large gradient forces a large gamma, see the
+        README), so a faster device would not close the gap.
     gamma : {"auto", "eq17"} or float
-        Penalty of AAGD (:func:`~embedopt.sdp.estimate_gamma`).
+        Penalty of AAGD (:func:`~embedopt.sdp.estimate_gamma`); used only
+        when the solver that runs is ``"aagd"``.
     max_iter : int
-    tol : float
-        Relative objective change that stops the solver.
+    tol : float, optional
+        Relative objective change that stops the solver (for
+        ``"bm_lbfgs"``, SciPy's ``ftol`` and ``gtol``). Default None: 1e-7,
+        and 1e-8 for ``"bm_lbfgs"`` (as :class:`KernelLearning`).
     init_scale : float
         Row norm of the random starting factor.
     random_state : None, int or numpy Generator
@@ -428,6 +486,8 @@ class ColoredMVU(BaseEstimator):
         f at the solution (eq. 23).
     pairs_ : numpy.ndarray, shape (m, 2)
         The neighbour pairs N.
+    solver_ : str
+        The solver that ran (``"auto"`` resolved).
     history_ : dict of numpy.ndarray
     n_iter_ : int
     stop_reason_ : str
@@ -454,10 +514,10 @@ class ColoredMVU(BaseEstimator):
         *,
         n_neighbors: int = 5,
         lam: float = 1.0,
-        solver: str = "aagd",
+        solver: str = "auto",
         gamma="auto",
         max_iter: int = 1000,
-        tol: float = 1e-7,
+        tol: float | None = None,
         init_scale: float = 1.0,
         random_state=None,
         device="auto",
