@@ -5,7 +5,8 @@
 ``ColoredMVU(random_state=s).fit(X, y)`` (CMVU: rank 2, 5-NN pairs,
 lambda = 1), every parameter at its default (``max_iter``, ``tol``
 included) except the solver, which runs through the estimator default
-(``default``: what ``solver_`` says it resolved to) and each solver by name.
+(``default``: what ``solver_`` says it resolved to) and each solver by name,
+on ``--device`` (``cuda`` measures what ``"auto"`` picks there).
 Per fit: process time and wall time of ``fit`` (one thread), the final
 objective ``objective_``, ``n_iter_``, ``stop_reason_``, whether a
 ``ConvergenceWarning`` was raised, and the quality a user sees: the Rand
@@ -92,7 +93,7 @@ def _data(name, n):
     return digits(n)
 
 
-def _fit(kind, solver, X, y, seed, **extra):
+def _fit(kind, solver, X, y, seed, device="cpu", **extra):
     """One default fit (``extra``: non-default options); its record (times,
     objective, quality, warnings)."""
     import numpy as np
@@ -102,7 +103,7 @@ def _fit(kind, solver, X, y, seed, **extra):
 
     options = {} if solver == "default" else {"solver": solver}
     est = (KernelLearning if kind == "npkl" else ColoredMVU)(
-        random_state=seed, **options, **extra
+        random_state=seed, device=device, **options, **extra
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -190,9 +191,10 @@ def main():
             X, y = loaded[p[1:]]
             f_ref = float("inf")
             if not args.no_reference:  # off the table's clock
-                f_ref = _fit(p[0], "bm_lbfgs", X, y, seed, **REFERENCE)["objective"]
+                ref = _fit(p[0], "bm_lbfgs", X, y, seed, args.device, **REFERENCE)
+                f_ref = ref["objective"]
             for solver in args.solvers:
-                rec = _fit(p[0], solver, X, y, seed)
+                rec = _fit(p[0], solver, X, y, seed, args.device)
                 runs[p][solver].append(rec)
             # f*: the best objective of this seed (the reference, or a fit)
             f_ref = min([f_ref] + [runs[p][s][-1]["objective"] for s in args.solvers])
