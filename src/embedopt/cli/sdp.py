@@ -30,9 +30,9 @@ HELP = "nonparametric kernel learning / colored MVU as low-rank SDPs (default: a
 DESCRIPTION = (
     "Solve a low-rank SDP on factors (by default with the estimators' solver "
     "choice: BM-L-BFGS on the CPU; --solver aagd runs the paper's AAGD) and "
-    "print the convergence table. NPKL (eq. 13, default): must-links and cannot-links "
-    "sampled from the labels (a1a: 1,204 of each, as in the paper), a 5-NN "
-    "normalized Laplacian, lambda = 1; reports the Rand index of kernel "
+    "print the convergence table. NPKL (eq. 13, default): must-links and "
+    "cannot-links sampled from the labels (a1a: 1,204 of each, as in the "
+    "paper), a 5-NN normalized Laplacian, lambda = 1; reports the Rand index of kernel "
     "k-means on the learned kernel against the labels. CMVU (eq. 23): a 2-d "
     "embedding coloured by the labels; reports its leave-one-out 1-NN "
     "accuracy. Data: LIBSVM adult a1a from $EMBEDOPT_DATA/libsvm-adult (if "

@@ -37,14 +37,6 @@ __all__ = ["ColoredMVU", "KernelLearning"]
 # Estimator parameters that only some solvers take (by canonical solver name).
 _SOLVER_PARAMS = {"aagd": ("gamma",), "bm_agd": (), "bm_lbfgs": ()}
 
-#: What ``solver="auto"`` runs, per estimator and device type (the measured
-#: reasons are in the estimators' docstrings and in benchmarks/sdp/README.md,
-#: "Estimator defaults"). A device type not listed takes the "cpu" entry.
-_AUTO_SOLVER = {
-    "KernelLearning": {"cpu": "bm_lbfgs", "cuda": "aagd"},
-    "ColoredMVU": {"cpu": "bm_lbfgs", "cuda": "bm_lbfgs"},
-}
-
 #: ``tol`` when left at None, per resolved solver. AAGD and BM-AGD stop on the
 #: relative change of f; BM-L-BFGS on SciPy's tests (``ftol``, the decrease
 #: relative to ``max(|f|, 1)``, and ``gtol``), which at 1e-7 sometimes fired on
@@ -131,10 +123,11 @@ def _start(estimator, X):
 
 def _resolve_solver(estimator, device) -> str:
     """The canonical name of the solver a fit runs: ``solver``, or for
-    ``"auto"`` the entry of :data:`_AUTO_SOLVER` for the fit's device."""
+    ``"auto"`` the estimator's ``_auto_solver`` entry for the fit's device
+    type (a type it does not list takes the ``"cpu"`` entry)."""
     if estimator.solver != "auto":
         return SOLVERS.resolve_name(estimator.solver)
-    by_device = _AUTO_SOLVER[type(estimator).__name__]
+    by_device = estimator._auto_solver
     return by_device.get(torch.device(device).type, by_device["cpu"])
 
 
@@ -266,6 +259,9 @@ class KernelLearning(BaseEstimator):
         "n_pairs": [Interval(int, 1, None), None],
         **_SOLVE_CONSTRAINTS,
     }
+    #: What ``solver="auto"`` runs, by device type (the measurements in the
+    #: ``solver`` entry above; benchmarks/sdp/README.md, "Estimator defaults").
+    _auto_solver: ClassVar[dict] = {"cpu": "bm_lbfgs", "cuda": "aagd"}
 
     def __init__(
         self,
@@ -513,6 +509,9 @@ class ColoredMVU(BaseEstimator):
         "lam": [Interval(float, 0, None)],
         **_SOLVE_CONSTRAINTS,
     }
+    #: What ``solver="auto"`` runs, by device type (the measurements in the
+    #: ``solver`` entry above; benchmarks/sdp/README.md, "Estimator defaults").
+    _auto_solver: ClassVar[dict] = {"cpu": "bm_lbfgs", "cuda": "bm_lbfgs"}
 
     def __init__(
         self,
