@@ -125,10 +125,21 @@ def test_sdp_synthetic_npkl_and_plot(capsys, tmp_path):
     argv = ["sdp", "--data", "synthetic", "--n", "80", "--rank", "4"]
     assert main([*argv, "--json", str(out), "--plot", str(png)]) == 0
     text = capsys.readouterr().out
-    assert "aagd convergence" in text and "Rand index" in text
+    # the default solver "auto" is BM-L-BFGS on the CPU
+    assert "bm_lbfgs convergence" in text and "Rand index" in text
     res = json.loads(out.read_text())
     assert res["rand_index"] > 0.8 and res["problem"] == "npkl"
+    assert res["solver"] == "bm_lbfgs"
     assert png.stat().st_size > 0
+
+
+def test_sdp_solver_aagd_runs_the_papers_method(capsys, tmp_path):
+    out = tmp_path / "r.json"
+    argv = ["sdp", "--data", "synthetic", "--n", "80", "--rank", "4"]
+    assert main([*argv, "--solver", "aagd", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "aagd convergence" in text and "gamma" in text
+    assert json.loads(out.read_text())["solver"] == "aagd"
 
 
 def test_sdp_cmvu_with_a_baseline_solver(capsys, tmp_path):

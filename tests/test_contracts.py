@@ -424,9 +424,10 @@ CASES.append(
 
 
 #: Options and solver wiring shared by the two sdp estimators.
-_SDP_OPTIONS = [{"solver": s} for s in SDP_SOLVERS] + [
-    {"gamma": "eq17"},
-    {"gamma": 2.0},
+_SDP_OPTIONS = [{"solver": s} for s in (*SDP_SOLVERS, "auto")] + [
+    # gamma is AAGD's, and the default solver on the CPU is BM-L-BFGS
+    {"solver": "aagd", "gamma": "eq17"},
+    {"solver": "aagd", "gamma": 2.0},
     {"lam": 0.0},
     {"init_scale": 0.5},
     {"tol": 0.0},
@@ -437,11 +438,24 @@ _SDP_AAGD_WIRING = (
     SDP_SOLVERS,
     "aagd",
     {
+        "solver": ("aagd", None),
         "gamma": (2.5, "gamma"),
         "max_iter": (7, "max_iter"),
         "tol": (1e-3, "tol"),
         "init_scale": (0.5, "init_scale"),
         "dtype": (torch.float64, "dtype"),
+        "verbose": (0, "verbose"),
+    },
+)
+# solver="auto" (the default) on the CPU
+_SDP_AUTO_WIRING = (
+    SDP_SOLVERS,
+    "bm_lbfgs",
+    {
+        "max_iter": (7, "max_iter"),
+        "tol": (1e-3, "tol"),
+        "init_scale": (0.5, "init_scale"),
+        "dtype": (torch.float32, "dtype"),
         "verbose": (0, "verbose"),
     },
 )
@@ -467,6 +481,7 @@ CASES.append(
         options=[*_SDP_OPTIONS, {"n_neighbors": 3, "bandwidth": 1.0}],
         wiring=[
             _SDP_AAGD_WIRING,
+            _SDP_AUTO_WIRING,
             (kl_module, "NPKLProblem", {"lam": (0.7, "lam")}),
             (
                 kl_module,
@@ -533,6 +548,7 @@ CASES.append(
         options=[*_SDP_OPTIONS, {"n_neighbors": 3}],
         wiring=[
             _SDP_AAGD_WIRING,
+            _SDP_AUTO_WIRING,
             (kl_module, "CMVUProblem", {"lam": (0.7, "lam")}),
             (kl_module, "knn_pairs", {"n_neighbors": (4, "n_neighbors")}),
         ],

@@ -558,8 +558,9 @@ def test_cluster_checks_its_arguments(kernel_model, arg, value):
     "params",
     [
         {"init_scale": 1e300, "solver": "bm_agd"},
-        {"init_scale": 1e300, "gamma": "eq17"},
-        {"lam": 1e300, "gamma": "eq17"},
+        # gamma is AAGD's (the default solver on the CPU is BM-L-BFGS)
+        {"init_scale": 1e300, "solver": "aagd", "gamma": "eq17"},
+        {"lam": 1e300, "solver": "aagd", "gamma": "eq17"},
     ],
 )
 @pytest.mark.filterwarnings("ignore::embedopt.DataWarning")  # two clusters

@@ -30,10 +30,11 @@ _A1A_FEATURES = 123  # LIBSVM adult: 123 binary features, labels +1/-1
 COMMAND = "sdp"
 HELP = "nonparametric kernel learning / colored MVU as low-rank SDPs (default: a1a)"
 DESCRIPTION = (
-    "Solve a low-rank SDP on factors with AAGD (or a baseline) and print the "
-    "convergence table. NPKL (eq. 13, default): must-links and cannot-links "
-    "sampled from the labels (a1a: 1,204 of each, as in the paper), a 5-NN "
-    "normalized Laplacian, lambda = 1; reports the Rand index of kernel "
+    "Solve a low-rank SDP on factors (by default with the estimators' solver "
+    "choice: BM-L-BFGS on the CPU; --solver aagd runs the paper's AAGD) and "
+    "print the convergence table. NPKL (eq. 13, default): must-links and "
+    "cannot-links sampled from the labels (a1a: 1,204 of each, as in the "
+    "paper), a 5-NN normalized Laplacian, lambda = 1; reports the Rand index of kernel "
     "k-means on the learned kernel against the labels. CMVU (eq. 23): a 2-d "
     "embedding coloured by the labels; reports its leave-one-out 1-NN "
     "accuracy. Data: LIBSVM adult a1a from $EMBEDOPT_DATA/libsvm-adult (if "
@@ -84,7 +85,12 @@ def add_arguments(p) -> None:
     )
     add_int_option(p, "--n-neighbors", default=5, help="neighbours of the kNN graph")
     add_choice_option(
-        p, "--solver", choices=list(SOLVERS), default="aagd", help="SDP solver"
+        p,
+        "--solver",
+        choices=["auto", *SOLVERS],
+        default="auto",
+        help="SDP solver; auto: the estimators' choice for the device "
+        "(bm_lbfgs on the CPU)",
     )
     add_int_option(p, "--max-iter", default=1000, help="iterations")
     add_run_options(
@@ -93,7 +99,8 @@ def add_arguments(p) -> None:
         plot="the objective vs time (and, for cmvu, the 2-d embedding)",
     )
     # the SDP objective is certified to 1e-6 relative: float64 by default
-    p.set_defaults(dtype="float64", tol=1e-7)
+    # tol None: the solver's own default (1e-7; 1e-8 for bm_lbfgs)
+    p.set_defaults(dtype="float64", tol=None)
 
 
 def _read_libsvm(path, n_rows=None, n_features=_A1A_FEATURES):
@@ -243,12 +250,12 @@ def run(args) -> int:
         f"  problem={args.problem}  solver={args.solver}"
     )
     total, caught = fit_recording(model.fit, X, y=y)
-    print(f"\n{args.solver} convergence:")
+    print(f"\n{model.solver_} convergence:")
     print_history(model.history_, args.every, _COLUMNS)
     out = {
         "data": name,
         "problem": args.problem,
-        "solver": args.solver,
+        "solver": model.solver_,
         "n": int(X.shape[0]),
         "objective": model.objective_,
         "n_iter": model.n_iter_,
@@ -284,7 +291,7 @@ def _plot(path, model, y, args) -> None:
             axes[0],
             h["time"],
             h["objective"],
-            title=f"{args.problem} / {args.solver}",
+            title=f"{args.problem} / {model.solver_}",
         )
         if args.problem == "cmvu":
             E = model.embedding_
