@@ -225,3 +225,47 @@ def test_lam_auto_is_a_standard_normal_prior_for_the_likelihood_losses():
     assert m.fit(prob.train).lam_ == 0.0
     with pytest.raises(InvalidParameterError, match=r"lam=0\.01 needs solver"):
         OrdinalEmbedding(2, solver="svrg_sbb", lam=0.01).fit(prob.train)
+
+
+def test_n_init_keeps_the_start_with_the_lowest_objective(monkeypatch):
+    from embedopt.ordinal import estimators as est
+
+    prob = make_planted_embedding(20, 2, n_train=500, n_test=100, random_state=0)
+    runs = []
+    real_get = est.SOLVERS.get
+
+    def counting_get(name):
+        solve = real_get(name)
+
+        def run(*args, **kwargs):
+            runs.append(solve(*args, **kwargs))
+            return runs[-1]
+
+        return run
+
+    monkeypatch.setattr(est.SOLVERS, "get", counting_get)
+
+    def starts(**params):
+        runs.clear()
+        m = OrdinalEmbedding(random_state=0, **params).fit(prob.train)
+        return len(runs), m
+
+    # "auto": three starts for SOE in the plane, one otherwise
+    assert starts(n_components=2, loss="soe")[0] == 3
+    assert starts(n_components=3, loss="soe")[0] == 1
+    assert starts(n_components=2, loss="ste")[0] == 1
+    n, m = starts(n_components=2, loss="gnmds", n_init=4)
+    finals = [r.history["objective"][-1] for r in runs]
+    assert n == 4 and len(set(finals)) > 1  # the starts differ
+    assert m.history_["objective"][-1] == min(finals)
+    # reproducible: the same seed gives the same kept embedding
+    again = starts(n_components=2, loss="gnmds", n_init=4)[1]
+    np.testing.assert_array_equal(m.embedding_, again.embedding_)
+    # an init leaves nothing to restart
+    init = np.zeros((20, 2)) + np.arange(40).reshape(20, 2) / 40
+    assert starts(n_components=2, loss="soe")[0] == 3
+    runs.clear()
+    OrdinalEmbedding(2, loss="soe", random_state=0).fit(prob.train, init=init)
+    assert len(runs) == 1
+    with pytest.raises(InvalidParameterError, match="init"):
+        OrdinalEmbedding(2, loss="soe", n_init=3).fit(prob.train, init=init)

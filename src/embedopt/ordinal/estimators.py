@@ -96,6 +96,12 @@ _DEFAULT_DTYPE = {"lbfgs": torch.float64}
 _DEFAULT_INIT_SCALE = {"lbfgs": 1.0}
 
 
+def _final(result) -> float:
+    """The last recorded objective of a solver run (+inf if it has none)."""
+    values = result.history.get("objective")
+    return float(values[-1]) if values is not None and len(values) else float("inf")
+
+
 class OrdinalEmbedding(BaseEstimator):
     """Embedding of objects in R^p from relative comparisons (triplets, quadruplets).
 
@@ -188,6 +194,15 @@ class OrdinalEmbedding(BaseEstimator):
     init_scale : float, optional
         Standard deviation of the random initial embedding; default 1 for
         L-BFGS, 0.1 for the other solvers.
+    n_init : int or "auto"
+        Random starts; the fit with the lowest final objective is kept.
+        ``"auto"``: 3 for SOE in at most 2 dimensions, else 1 (always 1 when
+        ``fit`` gets an ``init``). SOE's hinge has poor local minima in the
+        plane (cblearn restarts it 10 times by default in every dimension):
+        on eurodist (p = 2, 30 seeds) 3 starts took the held-out error from
+        0.052 to 0.049 (median; mean 0.071 -> 0.049), while on the Table I,
+        music and clusters sets (p = 10, 9, 3) they changed nothing or made
+        it worse, and for GNMDS and t-STE they left the medians unchanged.
     random_state : None, int or numpy Generator
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}, optional
@@ -248,6 +263,7 @@ class OrdinalEmbedding(BaseEstimator):
         "alpha": [Interval(float, 0, None, closed="neither"), None],
         "margin": [Interval(float, 0, None), None],
         "init_scale": [Interval(float, 0, None, closed="neither"), None],
+        "n_init": [Interval(int, 1, None), Options(["auto"])],
         **RUN_CONSTRAINTS,
         "dtype": ["dtype", None],
     }
@@ -274,6 +290,7 @@ class OrdinalEmbedding(BaseEstimator):
         alpha=None,
         margin=None,
         init_scale=None,
+        n_init="auto",
         random_state=None,
         device="auto",
         dtype=None,
@@ -348,7 +365,13 @@ class OrdinalEmbedding(BaseEstimator):
         ):
             fraction = _DEFAULT_UPDATE_FRACTION[solver]
             kwargs["update_frequency"] = max(1, int(fraction * len(comps)))
-        result = SOLVERS.get(solver)(comps, self.n_components, **kwargs)
+        result = None
+        for _ in range(self._n_init(loss, init)):
+            # every start draws its own initial embedding from the one
+            # resolved random state, so the restarts are reproducible
+            run = SOLVERS.get(solver)(comps, self.n_components, **kwargs)
+            if result is None or _final(run) < _final(result):
+                result = run
         self.loss_ = loss
         self.embedding_tensor_ = result.x
         self.embedding_ = to_numpy(result.x).astype(np.float64)
@@ -357,6 +380,19 @@ class OrdinalEmbedding(BaseEstimator):
         self.solver_ = solver
         self.lam_ = lam
         return self
+
+    def _n_init(self, loss, init) -> int:
+        """Random starts of this fit (``n_init`` resolved; see the class doc)."""
+        if self.n_init != "auto":
+            if self.n_init > 1 and init is not None:
+                raise InvalidParameterError(
+                    f"n_init={self.n_init!r} asks for random starts, but fit got an "
+                    "init: pass n_init=1 (or 'auto') with an initial embedding."
+                )
+            return int(self.n_init)
+        if init is None and loss.name == "soe" and self.n_components <= 2:
+            return 3
+        return 1
 
     def _lam(self, solver: str, loss, n_comparisons: int) -> float:
         """The ridge weight of this fit (``lam`` resolved; see the class doc)."""
