@@ -325,8 +325,12 @@ class _Refinements:
         self.tried: set[int] = set()
 
     def better(self, x, score: float):
-        """``(factors, score)`` of the refinement of the raw solution ``x``
-        when it is tried and validates better than ``score``; else None."""
+        """The refinement of the raw solution ``x`` and its score, or None.
+
+        None unless ``x`` has a rank not tried yet, up to
+        :data:`REFINE_MAX_RANK`, and its refinement validates better than
+        ``score``.
+        """
         rank = _rank(x)
         if not self.enabled or not 0 < rank <= REFINE_MAX_RANK or rank in self.tried:
             return None
