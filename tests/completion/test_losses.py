@@ -52,6 +52,12 @@ def test_logistic_is_stable_at_extremes():
 def test_label_checks_and_lookup():
     with pytest.raises(DataValidationError, match=r"\+/-1 labels.*loss='square'"):
         LogisticLoss().check_labels(np.array([1.0, 0.0]))
+    with pytest.raises(
+        DataValidationError,
+        match=r"^The logistic loss needs \+/-1 labels, but 2 observed value\(s\) are "
+        r"not \+/-1 \(first: entry 1 is ",
+    ):
+        LogisticLoss().check_labels(np.array([1.0, 0.0, 3.0]))
     get_loss("square").check_labels(np.array([0.3]))
     with pytest.raises(InvalidParameterError, match="'loss' parameter"):
         get_loss("hinge")

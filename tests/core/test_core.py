@@ -4,6 +4,7 @@ import torch
 
 from embedopt._core import (
     BaseEstimator,
+    DataValidationError,
     DeviceUnavailableError,
     InstanceOf,
     Interval,
@@ -12,6 +13,7 @@ from embedopt._core import (
     Options,
     check_is_fitted,
     check_param,
+    check_plus_minus_one,
     clone,
     resolve_device,
     resolve_dtype,
@@ -127,3 +129,12 @@ def test_not_fitted_and_validation():
         check_is_fitted(e, "done_")
     with pytest.raises(InvalidParameterError, match="'alpha' parameter of _Est"):
         e.fit()
+
+
+def test_check_plus_minus_one_counts_and_points_at_the_first():
+    check_plus_minus_one(np.array([1.0, -1.0, 1.0]), lambda n, i: "unused")
+    check_plus_minus_one(np.array([]), lambda n, i: "unused")
+    with pytest.raises(DataValidationError, match=r"^2 bad, first at 1$"):
+        check_plus_minus_one(
+            np.array([1, 0, -1, 2]), lambda n, i: f"{n} bad, first at {i}"
+        )

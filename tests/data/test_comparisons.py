@@ -48,6 +48,11 @@ def test_responses_orient_triplets_and_quadruplets():
         (([["a", "b", "c"]],), {}, "dtype"),
         (([[0, 1, 2]],), {"responses": [1, 1]}, "one \\+/-1 response"),
         (([[0, 1, 2]],), {"responses": [0]}, "not \\+1 or -1"),
+        (
+            ([[0, 1, 2]] * 3,),
+            {"responses": [1, 2, 0]},
+            r"^2 response\(s\) are not \+1 or -1 \(first: comparison 1 has ",
+        ),
         (([[0, 0, 1], [1, 1, 2]],), {}, "All 2"),
         (([[0, 1], [2]],), {}, "could not read|dtype"),
     ],

@@ -7,7 +7,7 @@ import torch
 
 from .exceptions import DataValidationError
 
-__all__ = ["as_array"]
+__all__ = ["as_array", "check_plus_minus_one"]
 
 
 def as_array(value, what: str, dtype=None) -> np.ndarray:
@@ -46,3 +46,25 @@ def as_array(value, what: str, dtype=None) -> np.ndarray:
             f"{what} could not be read as an array ({reason}). Nested lists must "
             "be rectangular (rows of equal length) and hold numbers only."
         ) from None
+
+
+def check_plus_minus_one(y: np.ndarray, message) -> None:
+    """Raise :class:`DataValidationError` unless every value of ``y`` is +1 or -1.
+
+    Parameters
+    ----------
+    y : numpy.ndarray
+        Labels or responses.
+    message : callable
+        ``message(n_bad, first) -> str``: the error's text, given how many
+        values are not +/-1 and the position of the first of them.
+
+    Raises
+    ------
+    DataValidationError
+        When a value of ``y`` is not +1 or -1.
+    """
+    bad = (y != 1) & (y != -1)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise DataValidationError(message(int(bad.sum()), first))

@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from .._core import (
-    DataValidationError,
     Registry,
+    check_plus_minus_one,
     instance_or_named,
 )
 
@@ -79,14 +79,14 @@ class SquareLoss(Loss):
 
 
 def _check_pm1(name: str, y: np.ndarray) -> None:
-    bad = (y != 1) & (y != -1)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise DataValidationError(
-            f"The {name} loss needs +/-1 labels, but {int(bad.sum())} observed "
-            f"value(s) are not +/-1 (first: entry {i} is {y[i]!r}). Map the labels "
-            "to +/-1 or use loss='square'."
-        )
+    check_plus_minus_one(
+        y,
+        lambda n_bad, i: (
+            f"The {name} loss needs +/-1 labels, but {n_bad} observed value(s) "
+            f"are not +/-1 (first: entry {i} is {y[i]!r}). Map the labels to "
+            "+/-1 or use loss='square'."
+        ),
+    )
 
 
 class LogisticLoss(Loss):

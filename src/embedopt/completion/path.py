@@ -216,13 +216,8 @@ def lambda_path(
     method = method_options(solver)
     name = method.pop("name")
     higher_better = problem.loss.binary
-    lams, scores, ranks, times, factors, results, pps = [], [], [], [], [], [], []
-    refined, tried = [], set()
-    refinable = (
-        postprocess == "auto"
-        and isinstance(problem.loss, SquareLoss)
-        and len(problem.unfoldings) == 1
-    )
+    path = _Path()
+    refinements = _Refinements(problem, postprocess)
     init, best, stale = None, None, 0
     options = dict(solver_options)
     user_callback = options.pop("callback", None)
@@ -250,34 +245,23 @@ def lambda_path(
             **options,
         )
         fac, score, used = _score(problem, res.x, scoring, higher_better)
-        if scoring == "auto" and lams and not used:
+        if scoring == "auto" and path.lambdas and not used:
             # Once the raw solution validates better, it does so at every
             # smaller lambda (less shrinkage to undo, more rank to overfit):
             # stop paying for the refit (MovieLens-1M: three CG refits at
             # ranks 81-256, all lost, ~1 s each).
             scoring = False
-        path_score, ref = score, False
-        r = _rank(res.x)
         # Only where the singular-value refit already beat the raw solution:
         # shrinkage bias is then what limits the path (low-rank signal), and
         # on ratings, where it is not, the refinement never wins (MovieLens
         # latest-small: 2.2 of 4.7 s spent on refinements that lost).
-        if used and refinable and 0 < r <= REFINE_MAX_RANK and r not in tried:
-            tried.add(r)
-            cand = _refine(problem, *res.x)
-            cand_score = problem.validation_score(cand)
-            if cand_score < score:
-                fac, score, used, ref = cand, cand_score, True, True
-        lams.append(float(lam))
-        scores.append(score)
-        ranks.append(_rank(fac))
-        times.append(res.elapsed)
-        factors.append(fac)
-        results.append(res)
-        pps.append(used)
-        refined.append(ref)
+        refined = refinements.better(res.x, score) if used else None
+        if refined is None:
+            path.add(lam, res, fac, score, postprocessed=used, refined=False)
+        else:
+            path.add(lam, res, *refined, postprocessed=True, refined=True)
         init = res.x
-        score = path_score  # patience follows the path's own solutions
+        # patience follows the path's own solutions, not their refinements
         improved = best is None or (score > best if higher_better else score < best)
         if improved:
             best, stale = score, 0
@@ -285,20 +269,75 @@ def lambda_path(
             stale += 1
             if patience is not None and stale >= patience:
                 break
-    sc = np.asarray(scores)
-    best_index = int(np.argmax(sc) if higher_better else np.argmin(sc))
-    return PathResult(
-        np.asarray(lams),
-        sc,
-        np.asarray(ranks),
-        np.asarray(times),
-        np.asarray(pps, dtype=bool),
-        factors,
-        results,
-        best_index,
-        problem.metric_name,
-        np.asarray(refined, dtype=bool),
-    )
+    return path.result(problem.metric_name, higher_better)
+
+
+class _Path:
+    """The solutions of a lambda path as they come, then its :class:`PathResult`."""
+
+    def __init__(self):
+        self.lambdas, self.scores, self.ranks, self.times = [], [], [], []
+        self.factors, self.results, self.postprocessed, self.refined = [], [], [], []
+
+    def add(self, lam, result, factors, score, *, postprocessed, refined) -> None:
+        """Record the solution scored at ``lam`` (``result``: its raw solve)."""
+        self.lambdas.append(float(lam))
+        self.scores.append(score)
+        self.ranks.append(_rank(factors))
+        self.times.append(result.elapsed)
+        self.factors.append(factors)
+        self.results.append(result)
+        self.postprocessed.append(postprocessed)
+        self.refined.append(refined)
+
+    def result(self, metric: str, higher_better: bool) -> PathResult:
+        """The path so far, with its best score selected."""
+        scores = np.asarray(self.scores)
+        best = int(np.argmax(scores) if higher_better else np.argmin(scores))
+        return PathResult(
+            np.asarray(self.lambdas),
+            scores,
+            np.asarray(self.ranks),
+            np.asarray(self.times),
+            np.asarray(self.postprocessed, dtype=bool),
+            self.factors,
+            self.results,
+            best,
+            metric,
+            np.asarray(self.refined, dtype=bool),
+        )
+
+
+class _Refinements:
+    """The rank-r refinements that ``postprocess="auto"`` scores along a path.
+
+    Only with the square loss on a matrix, and once per rank up to
+    :data:`REFINE_MAX_RANK`.
+    """
+
+    def __init__(self, problem: CompletionProblem, postprocess):
+        self.problem = problem
+        self.enabled = (
+            postprocess == "auto"
+            and isinstance(problem.loss, SquareLoss)
+            and len(problem.unfoldings) == 1
+        )
+        self.tried: set[int] = set()
+
+    def better(self, x, score: float):
+        """The refinement of the raw solution ``x`` and its score, or None.
+
+        None unless ``x`` has a rank not tried yet, up to
+        :data:`REFINE_MAX_RANK`, and its refinement validates better than
+        ``score``.
+        """
+        rank = _rank(x)
+        if not self.enabled or not 0 < rank <= REFINE_MAX_RANK or rank in self.tried:
+            return None
+        self.tried.add(rank)
+        candidate = _refine(self.problem, *x)
+        candidate_score = self.problem.validation_score(candidate)
+        return (candidate, candidate_score) if candidate_score < score else None
 
 
 class _TurnedAway:

@@ -6,7 +6,12 @@ import warnings
 
 import numpy as np
 
-from .._core import DataValidationError, InvalidParameterError, resolve_random_state
+from .._core import (
+    DataValidationError,
+    InvalidParameterError,
+    check_plus_minus_one,
+    resolve_random_state,
+)
 from .entries import _as_int, _is_numeric, infer_size
 from .splits import split_bounds
 
@@ -241,14 +246,13 @@ def _orient(idx: np.ndarray, responses) -> np.ndarray:
         raise DataValidationError(
             f"Responses must be +1 or -1; got an array of dtype {y.dtype}."
         )
-    bad = (y != 1) & (y != -1)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise DataValidationError(
-            f"{int(bad.sum())} response(s) are not +1 or -1 (first: comparison {i} "
-            f"has {y[i]!r}). Use +1 when the first pair is the closer one, -1 "
-            "otherwise."
-        )
+    check_plus_minus_one(
+        y,
+        lambda n_bad, i: (
+            f"{n_bad} response(s) are not +1 or -1 (first: comparison {i} has "
+            f"{y[i]!r}). Use +1 when the first pair is the closer one, -1 otherwise."
+        ),
+    )
     out = idx.copy()
     flip = y == -1
     if idx.shape[1] == 3:

@@ -31,8 +31,10 @@ import scipy.sparse as sp
 import torch
 from scipy.sparse.csgraph import connected_components
 
-from .._core import DataValidationError, DataWarning
+from .._core import DataValidationError, DataWarning, fill_doc
 from .problems import (
+    _GRADIENT_DOC,
+    _VALUE_DOC,
     FactorGradient,
     _PairProblem,
     _warn_if_disconnected,
@@ -261,31 +263,21 @@ class CMVUProblem(_PairProblem):
         return out - out.mean(0, keepdim=True)
 
     # -- the oracles ---------------------------------------------------------------
+    @fill_doc(value_doc=_VALUE_DOC)
     def value(self, X: torch.Tensor, Y: torch.Tensor) -> float:
         """``f(X Y^T)`` (eq. 23), O((|N| + n c) r).
 
-        Parameters
-        ----------
-        X, Y : torch.Tensor, shape (n, r)
-            The factors of ``Z = X Y^T``.
+        The distance penalty minus lambda times the label dependence.
 
-        Returns
-        -------
-        float
-            The distance penalty minus lambda times the label dependence.
+        {value_doc}
         """
         return self.gradient(X, Y).value
 
+    @fill_doc(gradient_doc=_GRADIENT_DOC)
     def gradient(self, X: torch.Tensor, Y: torch.Tensor) -> FactorGradient:
         """``f(X Y^T)`` and ``G = nabla f(X Y^T)`` as a (symmetric) operator.
 
-        Parameters
-        ----------
-        X, Y : torch.Tensor, shape (n, r)
-
-        Returns
-        -------
-        FactorGradient
+        {gradient_doc}
         """
         resid = self.pair_values(X, Y) - self.sqdist
         i, j = self.rows, self.cols

@@ -43,7 +43,13 @@ import scipy.sparse as sp
 import torch
 from scipy.sparse.csgraph import connected_components
 
-from .._core import DataValidationError, DataWarning, as_array, resolve_random_state
+from .._core import (
+    DataValidationError,
+    DataWarning,
+    as_array,
+    fill_doc,
+    resolve_random_state,
+)
 from ..linalg import csr_tensor
 
 __all__ = [
@@ -152,6 +158,19 @@ class FactorProblem(Protocol):
 
 
 # -- what the pair problems share ---------------------------------------------------
+#: The Parameters of a problem's ``value`` and ``gradient``.
+_FACTORS_PARAMETERS = """\
+Parameters
+----------
+X, Y : torch.Tensor, shape (n, r)
+    The factors of ``Z = X Y^T``."""
+
+#: The Parameters and Returns of ``value`` and of ``gradient`` (their
+#: ``{value_doc}`` and ``{gradient_doc}``).
+_VALUE_DOC = _FACTORS_PARAMETERS + "\n\nReturns\n-------\nfloat"
+_GRADIENT_DOC = _FACTORS_PARAMETERS + "\n\nReturns\n-------\nFactorGradient"
+
+
 class _PairProblem:
     """The frame of :class:`NPKLProblem` and :class:`CMVUProblem`.
 
@@ -378,17 +397,11 @@ class NPKLProblem(_PairProblem):
         return self.laplacian @ W
 
     # -- the oracles ---------------------------------------------------------------
+    @fill_doc(value_doc=_VALUE_DOC)
     def value(self, X: torch.Tensor, Y: torch.Tensor) -> float:
         """``f(X Y^T)`` (eq. 13, 14), O((|Omega| + nnz(Lap)) r).
 
-        Parameters
-        ----------
-        X, Y : torch.Tensor, shape (n, r)
-            The factors of ``Z = X Y^T``.
-
-        Returns
-        -------
-        float
+        {value_doc}
         """
         resid = (self.pair_values(X, Y) - self.target).double()
         terms = [0.5 * resid.dot(resid)]
@@ -397,19 +410,14 @@ class NPKLProblem(_PairProblem):
             terms.append(self.lam * lin)
         return sum(torch.stack(terms).tolist())  # one synchronization
 
+    @fill_doc(gradient_doc=_GRADIENT_DOC)
     def gradient(self, X: torch.Tensor, Y: torch.Tensor) -> FactorGradient:
         """``f(X Y^T)`` and ``G = nabla f(X Y^T)`` as a (symmetric) operator.
 
         The residuals are computed once (O(|Omega| r)); each product ``G W``
         then costs ``O((|Omega| + nnz(Lap)) k)`` for W with k columns.
 
-        Parameters
-        ----------
-        X, Y : torch.Tensor, shape (n, r)
-
-        Returns
-        -------
-        FactorGradient
+        {gradient_doc}
         """
         resid = self.pair_values(X, Y) - self.target
         cache: dict = {}

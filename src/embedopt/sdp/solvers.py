@@ -883,16 +883,17 @@ def burer_monteiro(
         dtype=dtype,
     )
     stopper = _Stopper(target, time_limit, callback)
+    # What the loops of both methods take.
+    run = dict(
+        max_iter=max_iter,
+        tol=tol,
+        verbose=verbose,
+        callback=stopper,
+        owner="burer_monteiro",
+    )
     if method == "agd":
         result = accelerated_proximal_gradient(
-            _BurerMonteiroStep(problem),
-            V0,
-            max_iter=max_iter,
-            tol=tol,
-            name="BM-AGD",
-            owner="burer_monteiro",
-            verbose=verbose,
-            callback=stopper,
+            _BurerMonteiroStep(problem), V0, name="BM-AGD", **run
         )
     else:
 
@@ -900,17 +901,7 @@ def burer_monteiro(
             g = problem.gradient(V, V)
             return g.value, _bm_gradient(g, V)
 
-        result = lbfgs(
-            fun,
-            V0,
-            max_iter=max_iter,
-            tol=tol,
-            history_size=history_size,
-            verbose=verbose,
-            callback=stopper,
-            name="BM-L-BFGS",
-            owner="burer_monteiro",
-        )
+        result = lbfgs(fun, V0, history_size=history_size, name="BM-L-BFGS", **run)
     return stopper.finish(result)
 
 
