@@ -185,3 +185,11 @@ def test_similarity_embedding_towers_one_iteration(capsys, tmp_path):
     assert main([*argv, "--plot", str(plot)]) == 0
     out = capsys.readouterr().out
     assert "precision@5" in out and "ndcg@5" in out and plot.is_file()
+
+
+def test_sdp_lam_auto_reports_the_chosen_lambda(capsys, tmp_path):
+    out = tmp_path / "r.json"
+    argv = ["sdp", "--data", "synthetic", "--n", "80", "--rank", "4", "--lam", "auto"]
+    assert main([*argv, "--json", str(out)]) == 0
+    assert "chosen on held-out pairs" in capsys.readouterr().out
+    assert json.loads(out.read_text())["lam"] in (1.0, 0.1, 0.01, 0.001)

@@ -198,3 +198,46 @@ def test_colored_mvu_without_labels_is_mvu_and_preserves_neighbour_distances():
 def test_colored_mvu_bad_input(X, y, err, match):
     with pytest.raises(err, match=match):
         ColoredMVU(4).fit(X, y)
+
+
+def test_lam_auto_keeps_the_lambda_with_the_lowest_held_out_error():
+    from embedopt.sdp import estimators as est_mod
+
+    X, y = _blobs(60, seed=1)
+    est = KernelLearning(3, lam="auto", n_pairs=60, random_state=0).fit(X, y=y)
+    path = est.lam_path_
+    lams, errs = path["lambdas"], path["heldout_error"]
+    assert list(lams) == list(est_mod._LAM_GRID[: len(lams)])
+    # the path stops at the first lambda that does not improve, or at the end
+    assert all(np.diff(errs)[:-1] < 0)
+    assert len(lams) == len(est_mod._LAM_GRID) or errs[-1] >= errs[-2]
+    assert est.lam_ == lams[int(np.argmin(errs))]
+    # the refit is on all pairs, at that lambda: its objective is eq. 13's
+    lap = knn_laplacian(X, 5)
+    prob = NPKLProblem(60, est.must_link_, est.cannot_link_, lap, lam=est.lam_)
+    V = est.embedding_tensor_
+    assert est.objective_ == pytest.approx(prob.value(V, V), rel=1e-12)
+    assert len(est.must_link_) == 60 and len(est.cannot_link_) == 60
+    # the held-out error is the mean squared error of K_ij against 1 / 0
+    import torch
+
+    V0 = torch.randn(
+        60, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
+    )
+    ml, cl = est.must_link_[:7], est.cannot_link_[:5]
+    K = (V0 @ V0.T).numpy()
+    want = np.mean(
+        np.concatenate([(K[ml[:, 0], ml[:, 1]] - 1) ** 2, K[cl[:, 0], cl[:, 1]] ** 2])
+    )
+    assert est_mod._held_out_error(V0, ml, cl) == pytest.approx(want, rel=1e-12)
+
+
+def test_lam_auto_falls_back_to_one_with_few_pairs_and_a_number_is_kept():
+    X, _ = _blobs()
+    ml, cl = [[0, 1], [8, 9], [2, 3]], [[0, 8], [9, 20]]
+    est = KernelLearning(3, lam="auto", random_state=0).fit(X, ml, cl)
+    assert est.lam_ == 1.0 and est.lam_path_ is None
+    est = KernelLearning(3, lam=0.25, random_state=0).fit(X, ml, cl)
+    assert est.lam_ == 0.25 and est.lam_path_ is None
+    with pytest.raises(InvalidParameterError, match="lam"):
+        KernelLearning(3, lam="best").fit(X, ml, cl)

@@ -47,6 +47,34 @@ _SOLVER_PARAMS = {"aagd": ("gamma",), "bm_agd": (), "bm_lbfgs": ()}
 _DEFAULT_TOL = {"aagd": 1e-7, "bm_agd": 1e-7, "bm_lbfgs": 1e-8}
 
 
+#: ``lam="auto"`` of KernelLearning: the lambdas tried (decreasing, each
+#: solve warm-started from the previous one), the share of each kind of pair
+#: held out, the fewest held-out pairs of a kind it needs, and the lambda
+#: used below that.
+_LAM_GRID = (1.0, 0.1, 0.01, 0.001)
+_HELD_OUT_SHARE = 0.2
+_MIN_HELD_OUT = 5
+_FALLBACK_LAM = 1.0
+
+
+def _hold_out(pairs: np.ndarray, rng: np.random.Generator):
+    """(kept, held out): a random ``_HELD_OUT_SHARE`` of the pairs held out."""
+    order = rng.permutation(len(pairs))
+    cut = len(pairs) - round(_HELD_OUT_SHARE * len(pairs))
+    return pairs[np.sort(order[:cut])], pairs[np.sort(order[cut:])]
+
+
+def _held_out_error(V: torch.Tensor, must_link, cannot_link) -> float:
+    """Mean squared error of ``K_ij = <v_i, v_j>`` against 1 (must) / 0 (cannot)."""
+
+    def values(pairs):
+        idx = torch.as_tensor(pairs, device=V.device)
+        return (V[idx[:, 0]] * V[idx[:, 1]]).sum(1)
+
+    sq = torch.cat([(values(must_link) - 1) ** 2, values(cannot_link) ** 2])
+    return float(sq.double().mean())
+
+
 def _features(X) -> np.ndarray:
     arr = X.toarray() if sp.issparse(X) else as_array(X, "X")
     if arr.dtype.kind not in "biuf":  # text, objects, complex numbers
@@ -131,16 +159,17 @@ def _resolve_solver(estimator, device) -> str:
     return by_device.get(torch.device(device).type, by_device["cpu"])
 
 
-def _solve(estimator, problem, ctx):
+def _solve(estimator, problem, ctx, init=None):
     """The one solver call of an sdp estimator's fit (its parameters, its
-    context); sets ``solver_``, the solver that ran."""
+    context; ``init`` a starting factor, default a random one of rank
+    ``n_components``); sets ``solver_``, the solver that ran."""
     name = _resolve_solver(estimator, ctx.device)
     extra = estimator._param_values(_SOLVER_PARAMS[name])
     tol = _DEFAULT_TOL[name] if estimator.tol is None else estimator.tol
     try:
         result = SOLVERS.get(name)(
             problem,
-            estimator.n_components,
+            estimator.n_components if init is None else init,
             max_iter=estimator.max_iter,
             tol=tol,
             init_scale=estimator.init_scale,
@@ -179,8 +208,26 @@ class KernelLearning(BaseEstimator):
     ----------
     n_components : int
         Rank r of the learned kernel (the factor's columns); at most n.
-    lam : float
-        Weight lambda of the smoothness term ``tr(K Lap)``.
+    lam : float or "auto"
+        Weight lambda of the smoothness term ``tr(K Lap)`` (default 1).
+        ``"auto"`` chooses it on held-out pairs: 20 % of the must-links and
+        of the cannot-links are held out, eq. 13 is solved on the rest for
+        lambda = 1, 0.1, 0.01, 0.001 (each solve warm-started from the one
+        before; the path stops at the first lambda whose held-out error is
+        not lower), the lambda with the lowest held-out squared error of
+        ``K_ij`` against its target (1 / 0) is kept, and the kernel is refit
+        on all pairs from that solution; with fewer than 5 held-out pairs of
+        a kind it takes lambda = 1. Measured (BM-L-BFGS, ``n // 2`` pairs of
+        each kind from the labels, 2 samples): the held-out error and the
+        Rand index of :meth:`cluster` fall and rise together along the grid;
+        ``"auto"`` chose 0.001 on a1a (Rand index 90.6 / 91.4 % against 78.1
+        / 75.4 % at lambda = 1) and on the digits (99.87 / 99.93 % against
+        99.71 %), in 3.7-4.9 CPU-s on a1a and 2.0 s on the digits instead of
+        0.2-0.3 s. It is not the default because small lambdas converge
+        slowly: on a1a the refit stops at ``max_iter`` = 1000 (a
+        ConvergenceWarning at the default tol) for lambda 0.01 and 0.001.
+        The paper fixes lambda = 10 for its Laplacian, whose scale it does
+        not state (benchmarks/sdp/README.md).
     n_neighbors : int
         Neighbours of the kNN graph.
     bandwidth : float, optional
@@ -235,6 +282,11 @@ class KernelLearning(BaseEstimator):
         ``f(V V^T)`` (eq. 13).
     must_link_, cannot_link_ : numpy.ndarray, shape (m, 2)
         The pairs used (given or sampled), ordered ``i < j``.
+    lam_ : float
+        The lambda of the fit (``lam``, or the one ``"auto"`` chose).
+    lam_path_ : dict or None
+        With ``lam="auto"``: ``lambdas`` tried and their ``heldout_error``
+        (mean squared error of ``K_ij`` on the held-out pairs); else None.
     solver_ : str
         The solver that ran (``"auto"`` resolved).
     history_ : dict of numpy.ndarray
@@ -253,7 +305,7 @@ class KernelLearning(BaseEstimator):
 
     _parameter_constraints: ClassVar[dict] = {
         "n_components": [Interval(int, 1, None)],
-        "lam": [Interval(float, 0, None)],
+        "lam": [Interval(float, 0, None), Options(["auto"])],
         "n_neighbors": [Interval(int, 1, None)],
         "bandwidth": [Interval(float, 0, None, closed="neither"), None],
         "n_pairs": [Interval(int, 1, None), None],
@@ -267,7 +319,7 @@ class KernelLearning(BaseEstimator):
         self,
         n_components: int = 10,
         *,
-        lam: float = 1.0,
+        lam: float | str = 1.0,
         n_neighbors: int = 5,
         bandwidth: float | None = None,
         solver: str = "auto",
@@ -337,10 +389,15 @@ class KernelLearning(BaseEstimator):
             laplacian = knn_laplacian(
                 feats, n_neighbors=self.n_neighbors, bandwidth=self.bandwidth
             )
+        if self.lam == "auto":
+            lam, init, self.lam_path_ = self._select_lam(n, ml, cl, laplacian, ctx)
+        else:
+            lam, init, self.lam_path_ = float(self.lam), None, None
         problem = NPKLProblem(
-            n, ml, cl, laplacian, lam=self.lam, device=ctx.device, dtype=ctx.dtype
+            n, ml, cl, laplacian, lam=lam, device=ctx.device, dtype=ctx.dtype
         )
-        result = _solve(self, problem, ctx)
+        result = _solve(self, problem, ctx, init=init)
+        self.lam_ = lam
         V = result.x
         self.embedding_tensor_ = V
         self.embedding_ = to_numpy(V)
@@ -348,6 +405,35 @@ class KernelLearning(BaseEstimator):
         self.must_link_, self.cannot_link_ = ml, cl
         self._store_result(result)
         return self
+
+    def _select_lam(self, n, ml, cl, laplacian, ctx):
+        """``lam="auto"``: (lambda, its factor on the training pairs, the path)."""
+        rng = ctx.random_state.numpy
+        held = [_hold_out(pairs, rng) for pairs in (ml, cl)]
+        if min(len(val) for _, val in held) < _MIN_HELD_OUT:
+            return _FALLBACK_LAM, None, None
+        (ml_fit, ml_val), (cl_fit, cl_val) = held
+        lambdas, errors, best, init = [], [], None, None
+        for lam in _LAM_GRID:
+            problem = NPKLProblem(
+                n,
+                ml_fit,
+                cl_fit,
+                laplacian,
+                lam=lam,
+                device=ctx.device,
+                dtype=ctx.dtype,
+            )
+            V = _solve(self, problem, ctx, init=init).x
+            init = V
+            error = _held_out_error(V, ml_val, cl_val)
+            lambdas.append(lam)
+            errors.append(error)
+            if best is not None and error >= best[0]:
+                break
+            best = (error, lam, V)
+        path = {"lambdas": np.asarray(lambdas), "heldout_error": np.asarray(errors)}
+        return best[1], best[2], path
 
     def kernel(self, i, j) -> np.ndarray:
         """Learned kernel values ``K_ij = <v_i, v_j>`` on demand.
