@@ -229,7 +229,8 @@ def test_lam_auto_keeps_the_lambda_with_the_lowest_held_out_error():
     want = np.mean(
         np.concatenate([(K[ml[:, 0], ml[:, 1]] - 1) ** 2, K[cl[:, 0], cl[:, 1]] ** 2])
     )
-    assert est_mod._held_out_error(V0, ml, cl) == pytest.approx(want, rel=1e-12)
+    held_out = NPKLProblem(60, ml, cl, lam=0.0)
+    assert est_mod._held_out_error(held_out, V0) == pytest.approx(want, rel=1e-12)
 
 
 def test_lam_auto_falls_back_to_one_with_few_pairs_and_a_number_is_kept():

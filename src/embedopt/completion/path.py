@@ -2,8 +2,9 @@
 
 The paper picks lambda on a validation set; :func:`lambda_path` does that
 loop: a decreasing geometric grid from lambda_max (the smallest lambda with an
-all-zero solution), each solve warm-started from the previous solution with a
-continuation from the previous lambda, the validation error recorded after
+all-zero solution), each solve warm-started from the previous solution at
+its own lambda (the path is the continuation; only the first solve decays
+lambda_t from lambda_max), the validation error recorded after
 optional post-processing, and early stopping once the validation error stops
 improving.
 """
@@ -184,7 +185,9 @@ def lambda_path(
     random_state : None, int, numpy Generator or RandomState
     **solver_options
         ``max_iter``, ``tol``, ``lam_decay``, ``power_iters``, ``max_rank``,
-        ``verbose``, ``callback`` of each solve (see :func:`ais_impute`).
+        ``verbose``, ``callback`` of each solve (see :func:`ais_impute`;
+        ``lam_decay`` acts in the first solve only, the others are
+        warm-started at their own lambda).
 
     Returns
     -------

@@ -64,15 +64,13 @@ def _hold_out(pairs: np.ndarray, rng: np.random.Generator):
     return pairs[np.sort(order[:cut])], pairs[np.sort(order[cut:])]
 
 
-def _held_out_error(V: torch.Tensor, must_link, cannot_link) -> float:
-    """Mean squared error of ``K_ij = <v_i, v_j>`` against 1 (must) / 0 (cannot)."""
-
-    def values(pairs):
-        idx = torch.as_tensor(pairs, device=V.device)
-        return (V[idx[:, 0]] * V[idx[:, 1]]).sum(1)
-
-    sq = torch.cat([(values(must_link) - 1) ** 2, values(cannot_link) ** 2])
-    return float(sq.double().mean())
+def _held_out_error(held_out: NPKLProblem, V: torch.Tensor) -> float:
+    """Mean squared error of ``K_ij = <v_i, v_j>`` against ``T_ij`` (1 for a
+    must-link, 0 for a cannot-link) over the pairs of ``held_out`` (its
+    diagonal entries, which come after them, left out)."""
+    m = held_out.n_pairs
+    residual = held_out.pair_values(V, V)[:m] - held_out.pair_target[:m]
+    return float(residual.double().square().mean())
 
 
 def _features(X) -> np.ndarray:
@@ -413,7 +411,13 @@ class KernelLearning(BaseEstimator):
         if min(len(val) for _, val in held) < _MIN_HELD_OUT:
             return _FALLBACK_LAM, None, None
         (ml_fit, ml_val), (cl_fit, cl_val) = held
+        held_out = NPKLProblem(
+            n, ml_val, cl_val, lam=0.0, device=ctx.device, dtype=ctx.dtype
+        )
         lambdas, errors, best, init = [], [], None, None
+        # One training problem per lambda: lambda is part of its fused sparse
+        # pattern (G = S + lam Lap); building it is O(|Omega| + nnz(Lap)),
+        # small next to a solve.
         for lam in _LAM_GRID:
             problem = NPKLProblem(
                 n,
@@ -426,7 +430,7 @@ class KernelLearning(BaseEstimator):
             )
             V = _solve(self, problem, ctx, init=init).x
             init = V
-            error = _held_out_error(V, ml_val, cl_val)
+            error = _held_out_error(held_out, V)
             lambdas.append(lam)
             errors.append(error)
             if best is not None and error >= best[0]:
