@@ -327,14 +327,74 @@ def write(name: str, out: str, config: dict, results: dict, table: str) -> Path:
     return write_outputs(name, payload, text, out)[0]
 
 
+def _status_kb(key: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    raise OSError(key)
+
+
+def reset_peak_rss() -> float:
+    """Reset this process's peak resident memory (Linux); return the current RSS, MiB.
+
+    Writing 5 to ``/proc/self/clear_refs`` sets VmHWM back to VmRSS, so
+    :func:`peak_rss_mb` after a call measures that call's peak. NaN where the
+    kernel does not allow it.
+    """
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return _status_kb("VmRSS") / 1024
+    except OSError:
+        return float("nan")
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory (VmHWM) since start or :func:`reset_peak_rss`, MiB."""
+    try:
+        return _status_kb("VmHWM") / 1024
+    except OSError:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def peak_rss_gb() -> float:
     """Peak resident memory of this process (VmHWM), in GiB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 2**20
-    import resource
+    return peak_rss_mb() / 1024
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+def time_to(times, values, target, *, strict: bool = False, never=float("nan")):
+    """First entry of ``times`` at which ``values`` reaches ``target``.
+
+    Reached means ``values <= target`` (``values < target`` with ``strict``);
+    ``never`` is returned when no entry reaches it (NaN by default, ``inf``
+    where a median over trials should rank "never" last).
+    """
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    hit = np.flatnonzero(v < target if strict else v <= target)
+    return float(np.asarray(times)[hit[0]]) if hit.size else float(never)
+
+
+class CpuClock:
+    """A solver callback recording the process time of every iteration.
+
+    embedopt's histories and ``time_limit`` use the wall clock, which a
+    loaded shared machine stretches; benchmarks compare CPU time. Pass an
+    instance as ``callback``: ``times`` then has one entry per history row,
+    and the solver stops (``stop_reason == "callback"``) once ``limit``
+    CPU seconds are spent.
+    """
+
+    def __init__(self, limit: float | None = None):
+        self.t0 = time.process_time()
+        self.limit = limit
+        self.times: list[float] = []
+
+    def __call__(self, state) -> bool:
+        self.times.append(time.process_time() - self.t0)
+        return self.limit is not None and self.times[-1] >= self.limit
 
 
 def figure():
