@@ -6,6 +6,8 @@ import copy
 import inspect
 from typing import Any, ClassVar
 
+import numpy as np
+
 from .context import FitContext, resolve_fit_context
 from .exceptions import NotFittedError
 from .validation import validate_params
@@ -114,22 +116,42 @@ class BaseEstimator:
         """
         return {name: getattr(self, name) for name in names}
 
-    def _store_result(self, result, history: dict | None = None) -> None:
+    def _store_result(
+        self,
+        result,
+        history: dict | None = None,
+        *,
+        solver: str | None = None,
+        objective: float | None = None,
+    ) -> None:
         """Copy a solver's ``SolverResult`` to the fitted attributes.
 
-        Sets ``history_`` (``history`` where the estimator reshaped the
-        solver's), ``n_iter_`` and ``stop_reason_``, the attributes every
-        estimator exposes (DESIGN.md).
+        Sets the attributes every estimator exposes (DESIGN.md): ``history_``
+        (``history`` where the estimator reshaped the solver's), ``n_iter_``,
+        ``stop_reason_``, ``solver_`` (the solver that ran, ``"auto"``
+        resolved) and ``objective_`` where the method has one.
 
         Parameters
         ----------
         result : SolverResult
         history : dict, optional
             Replaces ``result.history``.
+        solver : str, optional
+            The registry name of the solver that ran; sets ``solver_``.
+        objective : float, optional
+            The final objective; by default the last finite entry of the
+            history's ``"objective"`` column when it has one (else the
+            attribute is left unset).
         """
         self.history_ = result.history if history is None else history
         self.n_iter_ = result.n_iter
         self.stop_reason_ = result.stop_reason
+        if solver is not None:
+            self.solver_ = solver
+        if objective is None:
+            objective = _last_finite(self.history_, "objective")
+        if objective is not None:
+            self.objective_ = float(objective)
 
     def _validate_params(self) -> None:
         validate_params(
@@ -145,6 +167,15 @@ class BaseEstimator:
             if default is inspect.Parameter.empty or not _same(value, default):
                 parts.append(f"{name}={value!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+
+def _last_finite(history, key: str) -> float | None:
+    """The last finite entry of ``history[key]`` (None when there is none)."""
+    if not isinstance(history, dict) or key not in history:
+        return None
+    values = np.asarray(history[key], dtype=float).ravel()
+    finite = values[np.isfinite(values)]
+    return float(finite[-1]) if finite.size else None
 
 
 def _same(a, b) -> bool:

@@ -399,9 +399,8 @@ class KernelLearning(BaseEstimator):
         V = result.x
         self.embedding_tensor_ = V
         self.embedding_ = to_numpy(V)
-        self.objective_ = problem.value(V, V)
         self.must_link_, self.cannot_link_ = ml, cl
-        self._store_result(result)
+        self._store_result(result, objective=problem.value(V, V))
         return self
 
     def _select_lam(self, n, ml, cl, laplacian, ctx):
@@ -654,7 +653,7 @@ class ColoredMVU(BaseEstimator):
         )
         result = _solve(self, problem, ctx)
         V = result.x
-        self.objective_ = problem.value(V, V)
+        objective = problem.value(V, V)
         # principal axes of the centered factor: Z's translation is free and
         # its rotation arbitrary, so report the embedding PCA would show
         centered = V - V.mean(0, keepdim=True)
@@ -662,7 +661,7 @@ class ColoredMVU(BaseEstimator):
         self.embedding_tensor_ = U * S
         self.embedding_ = to_numpy(self.embedding_tensor_)
         self.pairs_ = pairs
-        self._store_result(result)
+        self._store_result(result, objective=objective)
         return self
 
     def fit_transform(self, X, y=None) -> np.ndarray:

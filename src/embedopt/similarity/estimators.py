@@ -600,12 +600,12 @@ class TwoTowerModel(BaseEstimator):
         self.user_tower_, self.item_tower_ = user_tower, item_tower
         self._P, self._Q = P.detach(), Q.detach()
         self.user_embeddings_, self.item_embeddings_ = to_numpy(P), to_numpy(Q)
-        self.objective_ = float(objective.value(result.x))
+        value = float(objective.value(result.x))
         history = {key: np.asarray(v) for key, v in dict(result.history).items()}
         if records and len(records) == result.n_iter:
             for key in records[0]:
                 history[key] = np.array([r[key] for r in records])
-        self._store_result(result, history)
+        self._store_result(result, history, objective=value)
         return self
 
     # -- using -----------------------------------------------------------------
