@@ -54,3 +54,12 @@ def test_to_faiss_without_faiss_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "faiss", None)  # import faiss -> ImportError
     with pytest.raises(ImportError, match=re.escape(FAISS_INSTALL)):
         to_faiss(ProductQuantizer(2, 4))
+
+
+def test_the_package_ships_its_annotations():
+    # PEP 561: type checkers read embedopt's annotations only with py.typed
+    # in the installed package
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        package_data = tomllib.load(fh)["tool"]["setuptools"]["package-data"]
+    assert "py.typed" in package_data["embedopt"]
+    assert (ROOT / "src" / "embedopt" / "py.typed").is_file()

@@ -1,0 +1,48 @@
+"""Every ``>>>`` example in a docstring of the package runs and prints what it
+shows (doctest), so examples in the API reference cannot rot."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import embedopt
+
+
+def _examples(name: str) -> list[doctest.DocTest]:
+    """The docstring examples of the objects defined in module ``name``."""
+    module = importlib.import_module(name)
+    return [test for test in doctest.DocTestFinder().find(module) if test.examples]
+
+
+def _modules_with_examples() -> list[str]:
+    names = []
+    for info in pkgutil.walk_packages(embedopt.__path__, "embedopt."):
+        if info.name.endswith("__main__"):  # importing it runs the command
+            continue
+        if _examples(info.name):
+            names.append(info.name)
+    return names
+
+
+MODULES = _modules_with_examples()
+
+
+def test_the_package_has_docstring_examples():
+    assert len(MODULES) >= 10
+
+
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+@pytest.mark.filterwarnings("ignore::embedopt.DataWarning")
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name):
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    runner = doctest.DocTestRunner(optionflags=flags)
+    for test in _examples(name):
+        runner.run(test)
+    failed, attempted = runner.summarize(verbose=False)
+    assert attempted > 0
+    assert failed == 0, f"{failed} of {attempted} docstring examples in {name} fail"
