@@ -22,6 +22,8 @@ For odd n the matchings leave one axis unrotated ((n-1)/2 pairs, Lemma 2).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 import torch
@@ -369,7 +371,7 @@ class GivensOptimizer(torch.optim.Optimizer):
 
     def __init__(
         self,
-        params,
+        params: Iterable[torch.Tensor] | Iterable[dict[str, Any]],
         lr: float = 1e-3,
         *,
         selection: str | PairSelection = "greedy",
@@ -404,7 +406,9 @@ class GivensOptimizer(torch.optim.Optimizer):
         self.n_reorthogonalizations = 0
 
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(
+        self, closure: Callable[[], torch.Tensor | float] | None = None
+    ) -> torch.Tensor | float | None:
         """Perform one Givens coordinate descent step on every rotation.
 
         Parameters
