@@ -1,12 +1,13 @@
 """Public signatures carry type annotations, and the annotations resolve.
 
 A public callable is a function named in a module's ``__all__`` (the
-package ``__init__`` files included) and every public method, property and
-``__init__`` of a class named there. Each parameter but ``self``, ``cls``,
-``*args`` and ``**kwargs`` is annotated, and so is the return (but that of
-``__init__``); :func:`typing.get_type_hints` must resolve every one, which
-catches typos in string annotations (``from __future__ import annotations``
-makes every annotation a string).
+package ``__init__`` files included) and every public method, property,
+``__init__`` and ``__call__`` of a class named there (the other special
+methods, many of them written by ``dataclass``, are left out). Each
+parameter but ``self``, ``cls``, ``*args`` and ``**kwargs`` is annotated, and
+so is the return (but that of ``__init__``); :func:`typing.get_type_hints`
+must resolve every one, which catches typos in string annotations (``from
+__future__ import annotations`` makes every annotation a string).
 
 A callable is checked where it is defined (its ``__module__``), whichever
 module re-exports it, for the packages in ``ANNOTATED``.
@@ -39,6 +40,7 @@ PENDING = {
 
 SKIP_MODULES = ("embedopt.__main__", "embedopt.cli")
 UNCHECKED_PARAMS = {"self", "cls"}
+SPECIAL_METHODS = {"__init__", "__call__"}
 
 
 def _modules():
@@ -62,7 +64,7 @@ def _class_members(cls):
         if not klass.__module__.startswith("embedopt"):
             continue
         for name, raw in vars(klass).items():
-            if name.startswith("_") and name != "__init__":
+            if name.startswith("_") and name not in SPECIAL_METHODS:
                 continue
             if isinstance(raw, (staticmethod, classmethod)):
                 raw = raw.__func__

@@ -176,7 +176,7 @@ class IterationMonitor:
         self._logger = get_logger("optim")
 
     # -- loop -------------------------------------------------------------------
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         self.start()
         try:
             for t in range(1, self.max_iter + 1):
