@@ -121,9 +121,9 @@ def newton_cg(
     cg_rtol: float = 0.1,
     cg_max_iter: int | None = None,
     damping: float = 0.0,
-    preconditioner: Point
-    | Callable[[Point, float], Point | Callable[[Point], Point]]
-    | None = None,
+    preconditioner: (
+        Point | Callable[[Point, float], Point | Callable[[Point], Point]] | None
+    ) = None,
     line_search: bool = True,
     c1: float = 1e-4,
     stop_on: str = "grad_norm",
