@@ -4,7 +4,7 @@ from .arrays import as_array, check_plus_minus_one
 from .base import BaseEstimator, check_is_fitted, clone
 from .context import FitContext, resolve_fit_context
 from .deprecation import renamed_parameters
-from .device import resolve_device, resolve_dtype, to_numpy
+from .device import DeviceLike, DtypeLike, resolve_device, resolve_dtype, to_numpy
 from .docs import RUN_PARAMETERS_DOC, fill_doc
 from .exceptions import (
     ConvergenceWarning,
@@ -18,7 +18,7 @@ from .exceptions import (
 )
 from .log import get_logger
 from .memory import check_memory, check_tensor_memory, device_memory, format_bytes
-from .random import RandomState, resolve_random_state
+from .random import RandomState, RandomStateLike, resolve_random_state
 from .registry import Registry, canonical_name, instance_or_named
 from .threads import few_threads
 from .validation import (
@@ -40,7 +40,9 @@ __all__ = [
     "ConvergenceWarning",
     "DataValidationError",
     "DataWarning",
+    "DeviceLike",
     "DeviceUnavailableError",
+    "DtypeLike",
     "EmbedoptError",
     "FitContext",
     "InstanceOf",
@@ -50,6 +52,7 @@ __all__ = [
     "NumericalInstabilityError",
     "Options",
     "RandomState",
+    "RandomStateLike",
     "Registry",
     "as_array",
     "canonical_name",

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
+from numpy.typing import ArrayLike, DTypeLike
 
 from .exceptions import DataValidationError
 
 __all__ = ["as_array", "check_plus_minus_one"]
 
 
-def as_array(value, what: str, dtype=None) -> np.ndarray:
+def as_array(
+    value: ArrayLike | torch.Tensor, what: str, dtype: DTypeLike = None
+) -> np.ndarray:
     """``value`` as a NumPy array (tensors detached and moved to the CPU).
 
     Input that NumPy cannot read as one array (ragged nested lists, a list
@@ -48,7 +53,7 @@ def as_array(value, what: str, dtype=None) -> np.ndarray:
         ) from None
 
 
-def check_plus_minus_one(y: np.ndarray, message) -> None:
+def check_plus_minus_one(y: np.ndarray, message: Callable[[int, int], str]) -> None:
     """Raise :class:`DataValidationError` unless every value of ``y`` is +1 or -1.
 
     Parameters

@@ -8,11 +8,12 @@ does it the same way for every estimator, so that no estimator spells it out.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from .device import resolve_device, resolve_dtype
-from .random import RandomState, resolve_random_state
+from .device import DeviceLike, DtypeLike, resolve_device, resolve_dtype
+from .random import RandomState, RandomStateLike, resolve_random_state
 
 __all__ = ["FitContext", "resolve_fit_context"]
 
@@ -38,7 +39,7 @@ class FitContext:
         """The torch generator on :attr:`device`."""
         return self.random_state.torch(self.device)
 
-    def run_options(self, estimator, **overrides) -> dict:
+    def run_options(self, estimator: Any, **overrides: Any) -> dict[str, Any]:
         """The run keywords an estimator passes to its solver.
 
         Every solver takes ``random_state``, ``device``, ``dtype``, ``verbose``
@@ -68,11 +69,11 @@ class FitContext:
 
 
 def resolve_fit_context(
-    estimator=None,
+    estimator: Any = None,
     *,
-    random_state=None,
-    device="auto",
-    dtype=None,
+    random_state: RandomStateLike = None,
+    device: DeviceLike = "auto",
+    dtype: DtypeLike = None,
     owner: str | None = None,
 ) -> FitContext:
     """Resolve ``random_state``, ``device`` and ``dtype`` in one call.

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .exceptions import DeviceUnavailableError, InvalidParameterError
 
-__all__ = ["resolve_device", "resolve_dtype", "to_numpy"]
+__all__ = ["DeviceLike", "DtypeLike", "resolve_device", "resolve_dtype", "to_numpy"]
+
+#: What a ``device`` parameter accepts (see :func:`resolve_device`).
+DeviceLike = str | torch.device | None
+#: What a ``dtype`` parameter accepts (see :func:`resolve_dtype`).
+DtypeLike = str | torch.dtype | np.dtype | type | None
 
 _DTYPES = {
     "float32": torch.float32,
@@ -22,7 +28,7 @@ _DTYPES = {
 }
 
 
-def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
+def resolve_device(device: DeviceLike = "auto") -> torch.device:
     """Turn a device specification into a :class:`torch.device`.
 
     Parameters
@@ -73,7 +79,7 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     return dev
 
 
-def resolve_dtype(dtype: str | torch.dtype | np.dtype | type | None) -> torch.dtype:
+def resolve_dtype(dtype: DtypeLike) -> torch.dtype:
     """Turn a floating dtype specification into a :class:`torch.dtype`.
 
     Parameters
@@ -106,7 +112,7 @@ def resolve_dtype(dtype: str | torch.dtype | np.dtype | type | None) -> torch.dt
     )
 
 
-def to_numpy(x) -> np.ndarray:
+def to_numpy(x: torch.Tensor | ArrayLike) -> np.ndarray:
     """Return a NumPy copy-or-view of a tensor (detached, on the CPU)."""
     if isinstance(x, torch.Tensor):
         return x.detach().cpu().numpy()

@@ -8,6 +8,10 @@ module is imported. ``help()``, Sphinx and IDEs then show the whole text.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import TypeVar
+
+_T = TypeVar("_T")
 
 #: A line of a docstring that holds only a ``{name}`` field.
 _FIELD = re.compile(r"^([ \t]*)\{(\w+)\}[ \t]*$", re.MULTILINE)
@@ -22,7 +26,7 @@ verbose : int
 callback : callable, optional"""
 
 
-def fill_doc(**blocks: str):
+def fill_doc(**blocks: str) -> Callable[[_T], _T]:
     """Decorator: put shared numpydoc blocks into the decorated docstring.
 
     Only lines holding nothing but a ``{name}`` field are replaced, so the

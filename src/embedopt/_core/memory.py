@@ -15,7 +15,7 @@ import os
 
 import torch
 
-from .device import resolve_device, resolve_dtype
+from .device import DeviceLike, DtypeLike, resolve_device, resolve_dtype
 from .exceptions import DataValidationError
 
 __all__ = [
@@ -104,7 +104,12 @@ def check_memory(
 
 
 def check_tensor_memory(
-    owner: str, n_elements: int, device, dtype, what: str, hint: str = ""
+    owner: str,
+    n_elements: int,
+    device: DeviceLike,
+    dtype: DtypeLike,
+    what: str,
+    hint: str = "",
 ) -> None:
     """:func:`check_memory` for ``n_elements`` numbers of ``dtype``.
 

@@ -14,7 +14,7 @@ import torch
 
 from .exceptions import InvalidParameterError
 
-__all__ = ["RandomState", "resolve_random_state"]
+__all__ = ["RandomState", "RandomStateLike", "resolve_random_state"]
 
 
 class RandomState:
@@ -59,7 +59,13 @@ class RandomState:
         return RandomState(np.random.default_rng(self.numpy.integers(0, 2**63 - 1)))
 
 
-def resolve_random_state(random_state, owner: str | None = None) -> RandomState:
+#: What a ``random_state`` parameter accepts (see :func:`resolve_random_state`).
+RandomStateLike = int | np.integer | np.random.Generator | RandomState | None
+
+
+def resolve_random_state(
+    random_state: RandomStateLike, owner: str | None = None
+) -> RandomState:
     """Resolve ``random_state`` into a :class:`RandomState`.
 
     Parameters

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 
 import torch
 
@@ -10,7 +11,7 @@ __all__ = ["few_threads"]
 
 
 @contextlib.contextmanager
-def few_threads(n: int = 1, *, enabled: bool = True):
+def few_threads(n: int = 1, *, enabled: bool = True) -> Iterator[None]:
     """Run the enclosed CPU work on at most ``n`` torch and BLAS threads.
 
     Tensors of a few thousand numbers gain nothing from several threads, but

@@ -16,8 +16,8 @@ import functools
 import inspect
 import math
 import numbers
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -34,6 +34,8 @@ __all__ = [
     "validate_params",
     "validated_params",
 ]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 class Interval:
@@ -54,7 +56,13 @@ class Interval:
         Which bounds belong to the interval.
     """
 
-    def __init__(self, kind, left, right, closed: str = "both"):
+    def __init__(
+        self,
+        kind: type,
+        left: float | None,
+        right: float | None,
+        closed: str = "both",
+    ):
         if kind not in (int, float):
             raise TypeError("kind must be int or float")
         self.kind = kind
@@ -137,7 +145,7 @@ class InstanceOf:
         How the message names them, e.g. ``"a numpy array"``.
     """
 
-    def __init__(self, types, description: str):
+    def __init__(self, types: type | tuple[type, ...], description: str):
         self.types = types
         self.description = description
 
@@ -294,7 +302,9 @@ def validate_params(
             check_param(owner, name, params[name], cons)
 
 
-def validated_params(constraints: Mapping, owner: str | None = None):
+def validated_params(
+    constraints: Mapping, owner: str | None = None
+) -> Callable[[_F], _F]:
     """Decorate a function so that its arguments are checked before it runs.
 
     Every argument named in ``constraints`` is checked with

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import os
 import pickle
 import zlib
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -30,7 +32,7 @@ _FORMAT_ERRORS = (
 
 
 @contextmanager
-def parsing(path, layout: str):
+def parsing(path: str | os.PathLike, layout: str) -> Iterator[None]:
     """Turn a format error raised while reading ``path`` into a
     :class:`~embedopt.DataValidationError` naming the file and its expected
     ``layout`` (the library's own errors pass through).
@@ -53,7 +55,7 @@ def parsing(path, layout: str):
         ) from None
 
 
-def integer_ids(values: np.ndarray, path, what: str) -> np.ndarray:
+def integer_ids(values: np.ndarray, path: str | os.PathLike, what: str) -> np.ndarray:
     """Ids read as floats, checked to be integers (no silent truncation).
 
     Parameters

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
+import torch
+from numpy.typing import ArrayLike
 
 from .._core import (
     DataValidationError,
     InvalidParameterError,
+    RandomStateLike,
     check_plus_minus_one,
     resolve_random_state,
 )
@@ -80,8 +84,8 @@ class Comparisons:
 
     def __init__(
         self,
-        indices,
-        responses=None,
+        indices: ArrayLike,
+        responses: ArrayLike | None = None,
         n_objects: int | None = None,
         *,
         drop_degenerate: bool = True,
@@ -158,7 +162,7 @@ class Comparisons:
             return self.indices
         return self.indices[:, [0, 1, 0, 2]]
 
-    def subset(self, selection) -> Comparisons:
+    def subset(self, selection: ArrayLike) -> Comparisons:
         """Comparisons selected by a boolean mask or an index array.
 
         Parameters
@@ -179,7 +183,7 @@ class Comparisons:
         )
 
 
-def as_quadruplets(comparisons) -> np.ndarray:
+def as_quadruplets(comparisons: Comparisons | ArrayLike) -> np.ndarray:
     """Comparisons as asked, as an (m, 4) int64 array of quadruplets.
 
     A triplet ``(i, j, k)`` asks about the pairs ``(i, j)`` and ``(i, k)``:
@@ -298,7 +302,11 @@ def _degenerate(idx: np.ndarray) -> np.ndarray:
 
 
 def as_comparisons(
-    X, y=None, *, n_objects: int | None = None, owner: str | None = None
+    X: Comparisons | ArrayLike | torch.Tensor,
+    y: ArrayLike | None = None,
+    *,
+    n_objects: int | None = None,
+    owner: str | None = None,
 ) -> Comparisons:
     """Convert any supported input to :class:`Comparisons`.
 
@@ -341,7 +349,10 @@ def as_comparisons(
 
 
 def split_comparisons(
-    comparisons: Comparisons, fractions=(0.8, 0.2), *, random_state=None
+    comparisons: Comparisons,
+    fractions: Sequence[float] = (0.8, 0.2),
+    *,
+    random_state: RandomStateLike = None,
 ) -> tuple[Comparisons, ...]:
     """Split comparisons at random into disjoint parts.
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
+import torch
+from numpy.typing import ArrayLike
 
 from .._core import DataValidationError, DataWarning, as_array
 
@@ -63,9 +66,9 @@ class ObservedEntries:
 
     def __init__(
         self,
-        indices,
-        values,
-        shape=None,
+        indices: ArrayLike | Sequence[ArrayLike],
+        values: ArrayLike,
+        shape: tuple[int, ...] | None = None,
         *,
         validate: bool = True,
         check_duplicates: bool = True,
@@ -105,7 +108,13 @@ class ObservedEntries:
 
     # -- constructors -------------------------------------------------------------
     @classmethod
-    def from_coo(cls, rows, cols, values, shape=None) -> ObservedEntries:
+    def from_coo(
+        cls,
+        rows: ArrayLike,
+        cols: ArrayLike,
+        values: ArrayLike,
+        shape: tuple[int, int] | None = None,
+    ) -> ObservedEntries:
         """Build from row indices, column indices and values.
 
         Parameters
@@ -127,7 +136,7 @@ class ObservedEntries:
         return cls((rows, cols), values, shape)
 
     @classmethod
-    def from_scipy(cls, matrix) -> ObservedEntries:
+    def from_scipy(cls, matrix: sp.spmatrix | sp.sparray) -> ObservedEntries:
         """Build from a scipy.sparse matrix: stored entries are the observed ones.
 
         Explicitly stored zeros count as observed zeros; duplicates stored in a
@@ -145,7 +154,7 @@ class ObservedEntries:
         return cls((coo.row, coo.col), coo.data, coo.shape)
 
     @classmethod
-    def from_dense(cls, array) -> ObservedEntries:
+    def from_dense(cls, array: ArrayLike | torch.Tensor) -> ObservedEntries:
         """Build from a dense array in which NaN marks a missing entry.
 
         Parameters
@@ -210,7 +219,7 @@ class ObservedEntries:
     def __repr__(self) -> str:
         return f"ObservedEntries(shape={self.shape}, nnz={self.nnz})"
 
-    def subset(self, selection) -> ObservedEntries:
+    def subset(self, selection: ArrayLike) -> ObservedEntries:
         """Entries selected by a boolean mask or an index array.
 
         Parameters
@@ -227,7 +236,7 @@ class ObservedEntries:
             self.indices[sel], self.values[sel], self.shape, validate=False
         )
 
-    def with_values(self, values) -> ObservedEntries:
+    def with_values(self, values: ArrayLike) -> ObservedEntries:
         """Same positions, new values (validated for NaN/inf).
 
         Parameters
@@ -244,7 +253,7 @@ class ObservedEntries:
         _check_values(out.values)
         return out
 
-    def to_scipy(self, format: str = "csr"):
+    def to_scipy(self, format: str = "csr") -> sp.spmatrix:
         """Return the observed entries as a scipy.sparse matrix (2-D only).
 
         Parameters
@@ -511,7 +520,12 @@ def _validate(obs: ObservedEntries, check_duplicates: bool = True) -> None:
             )
 
 
-def as_observed_entries(X, shape=None, *, owner: str | None = None) -> ObservedEntries:
+def as_observed_entries(
+    X: ObservedEntries | sp.spmatrix | sp.sparray | tuple | ArrayLike | torch.Tensor,
+    shape: tuple[int, ...] | None = None,
+    *,
+    owner: str | None = None,
+) -> ObservedEntries:
     """Convert any supported input to :class:`ObservedEntries`.
 
     Parameters

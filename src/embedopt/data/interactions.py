@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from .._core import DataValidationError, as_array
 from .entries import ObservedEntries, _as_int, infer_size
@@ -62,7 +63,10 @@ class Interactions:
         return f"Interactions(shape={self.shape}, n_pairs={len(self)})"
 
 
-def as_interactions(X, shape=None) -> Interactions:
+def as_interactions(
+    X: Interactions | ObservedEntries | sp.spmatrix | sp.sparray | tuple,
+    shape: tuple[int, int] | None = None,
+) -> Interactions:
     """Validate (user, item) interactions.
 
     Parameters
@@ -223,7 +227,9 @@ class SideFeatures:
         )
 
 
-def as_side_features(features, n: int, name: str = "side") -> SideFeatures:
+def as_side_features(
+    features: Mapping[str, ArrayLike] | SideFeatures | None, n: int, name: str = "side"
+) -> SideFeatures:
     """Validate per-row side features and split them into categorical and dense.
 
     Parameters

@@ -6,11 +6,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .._core import (
     DataValidationError,
     Interval,
     InvalidParameterError,
+    RandomStateLike,
     check_memory,
     check_param,
     resolve_random_state,
@@ -89,12 +91,12 @@ def _distinct_triples(n: int, size: int, rng: np.random.Generator) -> np.ndarray
 
 
 def make_random_triplets(
-    points=None,
+    points: ArrayLike | None = None,
     n_triplets: int = 10_000,
     *,
-    distances=None,
+    distances: ArrayLike | None = None,
     flip_rate: float = 0.0,
-    random_state=None,
+    random_state: RandomStateLike = None,
 ) -> Comparisons:
     """Random triplets answered by the distances between known points.
 
@@ -130,7 +132,12 @@ def make_random_triplets(
     return flip_comparisons(comps, flip_rate, random_state=rng) if flip_rate else comps
 
 
-def make_all_triplets(points=None, *, distances=None, exclude=None) -> Comparisons:
+def make_all_triplets(
+    points: ArrayLike | None = None,
+    *,
+    distances: ArrayLike | None = None,
+    exclude: Comparisons | ArrayLike | None = None,
+) -> Comparisons:
     """Every triplet ``(i, j, k)`` with ``j < k`` (both orders are one question).
 
     There are ``n (n - 1) (n - 2) / 2`` of them before exact ties are dropped;
@@ -182,7 +189,7 @@ def _excluded_keys(exclude, n: int) -> np.ndarray:
 
 
 def flip_comparisons(
-    comparisons: Comparisons, flip_rate: float, *, random_state=None
+    comparisons: Comparisons, flip_rate: float, *, random_state: RandomStateLike = None
 ) -> Comparisons:
     """Simulate answering errors: reverse a random fraction of the comparisons.
 
@@ -219,11 +226,11 @@ def flip_comparisons(
 
 
 def make_class_triplets(
-    labels,
+    labels: ArrayLike,
     n_triplets: int,
     *,
     flip_rate: float = 0.0,
-    random_state=None,
+    random_state: RandomStateLike = None,
 ) -> Comparisons:
     """Triplets from class labels: same class is closer than another class.
 
@@ -309,7 +316,7 @@ def make_planted_embedding(
     n_test: int = 10_000,
     variance: float = 1.0 / 20.0,
     flip_rate: float = 0.0,
-    random_state=None,
+    random_state: RandomStateLike = None,
 ) -> PlantedEmbedding:
     """The synthetic problem of Ma et al., Sec. 5.1 (Table I, Figure 2).
 

@@ -5,9 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+import scipy.sparse as sp
 
-from .._core import DataValidationError, InvalidParameterError, resolve_random_state
+from .._core import (
+    DataValidationError,
+    InvalidParameterError,
+    RandomStateLike,
+    resolve_random_state,
+)
 from .entries import ObservedEntries
+from .interactions import Interactions, as_interactions
 
 __all__ = ["kfold_entries", "split_by_user", "split_entries"]
 
@@ -66,7 +73,7 @@ def split_entries(
     entries: ObservedEntries,
     fractions: Sequence[float] = (0.8, 0.2),
     *,
-    random_state=None,
+    random_state: RandomStateLike = None,
 ) -> tuple[ObservedEntries, ...]:
     """Split observed entries at random into disjoint parts.
 
@@ -99,7 +106,7 @@ def split_entries(
 
 
 def kfold_entries(
-    entries: ObservedEntries, n_splits: int = 5, *, random_state=None
+    entries: ObservedEntries, n_splits: int = 5, *, random_state: RandomStateLike = None
 ) -> Iterator[tuple[ObservedEntries, ObservedEntries]]:
     """K-fold cross-validation over observed entries (shuffled).
 
@@ -128,11 +135,11 @@ def kfold_entries(
 
 
 def split_by_user(
-    interactions,
+    interactions: Interactions | ObservedEntries | sp.spmatrix | sp.sparray | tuple,
     fractions: Sequence[float] = (0.8, 0.2),
     *,
-    random_state=None,
-) -> tuple:
+    random_state: RandomStateLike = None,
+) -> tuple[Interactions, ...]:
     """Split each user's interactions at random into disjoint parts.
 
     The per-user protocol of implicit-feedback ranking: every user keeps
@@ -155,8 +162,6 @@ def split_by_user(
     tuple of Interactions
         One per fraction, all with the shape of the input.
     """
-    from .interactions import Interactions, as_interactions
-
     data = as_interactions(interactions)
     fr = _fractions(fractions, "split_by_user")
     rng = resolve_random_state(random_state, "split_by_user").numpy

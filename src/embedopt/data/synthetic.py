@@ -7,8 +7,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
-from .._core import InvalidParameterError, check_memory, resolve_random_state
+from .._core import (
+    InvalidParameterError,
+    RandomStateLike,
+    check_memory,
+    resolve_random_state,
+)
 from .entries import ObservedEntries
 
 __all__ = [
@@ -39,12 +45,14 @@ class LowRankProblem:
     V: np.ndarray
     noise_std: float
 
-    def truth_at(self, rows, cols) -> np.ndarray:
+    def truth_at(self, rows: ArrayLike, cols: ArrayLike) -> np.ndarray:
         """Noise-free values ``(U V^T)_ij`` at the given positions."""
         return _rowwise_dot(self.U, self.V, np.asarray(rows), np.asarray(cols))
 
 
-def sample_positions(shape: tuple[int, int], n: int, rng: np.random.Generator):
+def sample_positions(
+    shape: tuple[int, int], n: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``n`` distinct positions of an m x n matrix uniformly at random.
 
     Memory is O(n) even when m * n is huge (rejection of duplicates).
@@ -92,7 +100,7 @@ def make_low_rank_matrix(
     rank: int = 5,
     noise_std: float = 0.05,
     n_observed: int | None = None,
-    random_state=None,
+    random_state: RandomStateLike = None,
 ) -> LowRankProblem:
     """The synthetic matrix-completion problem of Yao & Kwok, Sec. 5.1.
 
@@ -165,7 +173,7 @@ class LowRankTensorProblem:
     factors: list
     noise_std: float
 
-    def truth_at(self, indices) -> np.ndarray:
+    def truth_at(self, indices: ArrayLike) -> np.ndarray:
         """Noise-free values at positions given as an (n, D) array."""
         idx = np.asarray(indices)
         out = np.empty(idx.shape[0])
@@ -191,7 +199,7 @@ def make_low_rank_tensor(
     rank: int = 3,
     noise_std: float = 0.05,
     n_observed: int | None = None,
-    random_state=None,
+    random_state: RandomStateLike = None,
 ) -> LowRankTensorProblem:
     """The synthetic tensor-completion problem of Yao & Kwok, Sec. 5.6.
 

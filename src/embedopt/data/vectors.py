@@ -12,6 +12,7 @@ import torch
 from .._core import (
     DataValidationError,
     InvalidParameterError,
+    RandomStateLike,
     check_memory,
     resolve_random_state,
 )
@@ -201,9 +202,9 @@ def make_correlated_gaussian(
     n_features: int = 128,
     *,
     decay: float = 8.0,
-    random_state=None,
+    random_state: RandomStateLike = None,
     return_covariance: bool = False,
-):
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Zero-mean Gaussian vectors with a decaying spectrum in a random basis.
 
     The covariance is ``Q diag(lambda) Q^T`` with ``lambda_i ∝ exp(-decay i / n)``

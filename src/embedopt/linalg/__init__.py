@@ -10,7 +10,7 @@ from .normal_equations import (
     sparse_normal_equations,
     sparse_normal_equations_cg,
 )
-from .operators import DenseOperator, SparsePlusLowRank
+from .operators import DenseOperator, MatrixOperator, SparsePlusLowRank
 from .psd import embedding_from_gram, project_centered_psd, project_psd
 from .rotations import (
     apply_givens,
@@ -39,6 +39,7 @@ from .topk import top_k_inner_products
 __all__ = [
     "CGResult",
     "DenseOperator",
+    "MatrixOperator",
     "SparsePattern",
     "SparsePlusLowRank",
     "apply_givens",

@@ -73,7 +73,7 @@ def cg(
     rtol: float = 1e-5,
     atol: float = 0.0,
     max_iter: int | None = None,
-    preconditioner=None,
+    preconditioner: Callable[[Point], Point] | Point | None = None,
 ) -> CGResult:
     """Solve ``A x = b`` by (preconditioned) conjugate gradient.
 

@@ -21,6 +21,8 @@ sampled product and one sparse-dense product, ``O(nnz k + rows k^2)``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from .._core import NumericalInstabilityError
@@ -84,7 +86,7 @@ def sparse_normal_equations(
     ridge: float = 0.0,
     gram: torch.Tensor | None = None,
     gram_weights: torch.Tensor | None = None,
-    rhs_extra=None,
+    rhs_extra: Callable[[int, int], torch.Tensor] | None = None,
     chunk_size: int | None = None,
     what: str = "ALS",
 ) -> torch.Tensor:
@@ -171,7 +173,7 @@ def sparse_normal_equations_cg(
     ridge: float = 0.0,
     gram: torch.Tensor | None = None,
     gram_weights: torch.Tensor | None = None,
-    rhs_extra=None,
+    rhs_extra: Callable[[int, int], torch.Tensor] | None = None,
     dtype: torch.dtype = _F64,
     what: str = "ALS",
 ) -> torch.Tensor:

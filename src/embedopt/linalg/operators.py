@@ -6,11 +6,40 @@ products, so the m x n iterate of AIS-Impute / Soft-Impute is never formed.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import torch
 
 from .sparse import SparsePattern
 
-__all__ = ["DenseOperator", "SparsePlusLowRank"]
+__all__ = ["DenseOperator", "MatrixOperator", "SparsePlusLowRank"]
+
+
+class MatrixOperator(Protocol):
+    """A matrix Z (m x n) given by its products, as the SVT solvers take it.
+
+    :class:`SparsePlusLowRank` and :class:`DenseOperator` are two; any object
+    with these attributes and methods will do.
+
+    Attributes
+    ----------
+    shape : tuple of int
+        ``(m, n)``.
+    dtype : torch.dtype
+    device : torch.device
+    """
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    device: torch.device
+
+    def matmul(self, R: torch.Tensor) -> torch.Tensor:
+        """``Z @ R`` for ``R`` of shape (n, k)."""
+        ...
+
+    def rmatmul(self, Q: torch.Tensor) -> torch.Tensor:
+        """``Z.T @ Q`` for ``Q`` of shape (m, k)."""
+        ...
 
 
 class SparsePlusLowRank:
@@ -53,7 +82,7 @@ class SparsePlusLowRank:
         pattern: SparsePattern,
         values: torch.Tensor,
         terms: list[tuple[float, torch.Tensor, torch.Tensor]],
-    ):
+    ) -> SparsePlusLowRank:
         """Build ``P_Omega(values) + sum_i c_i U_i V_i^T``.
 
         Parameters

@@ -12,6 +12,8 @@ cancel, and CG's recurrences are sensitive to rounding in ``<p, A p>``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 __all__ = [
@@ -47,7 +49,7 @@ def as_tuple(x: Point) -> tuple[torch.Tensor, ...]:
     return x if isinstance(x, tuple) else (x,)
 
 
-def pack(like: Point, parts) -> Point:
+def pack(like: Point, parts: Sequence[torch.Tensor]) -> Point:
     """Tensors ``parts`` in the structure of ``like`` (the inverse of :func:`as_tuple`).
 
     Parameters

@@ -224,7 +224,9 @@ def givens_directional_derivatives(R: torch.Tensor, G: torch.Tensor) -> torch.Te
     return Y.T - Y
 
 
-def procrustes(A: torch.Tensor, B: torch.Tensor, *, proper: bool = False):
+def procrustes(
+    A: torch.Tensor, B: torch.Tensor, *, proper: bool = False
+) -> torch.Tensor:
     """Orthogonal Procrustes: ``argmin_{R^T R = I} ||A R - B||_F``.
 
     With ``A^T B = U S V^T`` the solution is ``R = U V^T`` (Schoenemann 1966);

@@ -22,11 +22,17 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 import torch
+from numpy.typing import ArrayLike
 
 __all__ = ["SparsePattern", "csr_tensor"]
 
 
-def csr_tensor(crow, col, values, size) -> torch.Tensor:
+def csr_tensor(
+    crow: torch.Tensor,
+    col: torch.Tensor,
+    values: torch.Tensor,
+    size: tuple[int, ...],
+) -> torch.Tensor:
     """A torch sparse CSR tensor, without torch's "beta" warning.
 
     torch warns that CSR support is "beta" on every construction; the
@@ -81,7 +87,13 @@ class SparsePattern:
     int64 in torch's CSR kernels).
     """
 
-    def __init__(self, rows, cols, shape: tuple[int, int], device="cpu"):
+    def __init__(
+        self,
+        rows: ArrayLike,
+        cols: ArrayLike,
+        shape: tuple[int, int],
+        device: torch.device | str = "cpu",
+    ):
         m, n = int(shape[0]), int(shape[1])
         self.shape = (m, n)
         rows = torch.as_tensor(np.asarray(rows), dtype=torch.int64)
@@ -131,7 +143,7 @@ class SparsePattern:
             self._tcache = (key, values[tperm])
         return csr_tensor(tcrow, tcol, self._tcache[1], (self.shape[1], self.shape[0]))
 
-    def transposed_structure(self):
+    def transposed_structure(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """CSR structure of the transpose (the CSC structure), built on first use.
 
         Only the CUDA path, :meth:`to_csr_transposed` and column-wise solvers

@@ -17,6 +17,7 @@ import torch
 from scipy.sparse.linalg import LinearOperator, svds
 
 from .._core import InvalidParameterError
+from .operators import MatrixOperator
 
 __all__ = [
     "approx_svt",
@@ -181,7 +182,7 @@ def warm_start_basis(
     return torch.cat([V_cur, _qr(P, passes=1)], dim=1)
 
 
-def power_method(op, R: torch.Tensor, n_iter: int = 3) -> torch.Tensor:
+def power_method(op: MatrixOperator, R: torch.Tensor, n_iter: int = 3) -> torch.Tensor:
     """Block power method with warm start (Algorithm 1).
 
     ``Q_0 = QR(Z R)``, then ``Q_j = QR(Z (Z^T Q_{j-1}))`` for j = 1..J.
@@ -223,7 +224,7 @@ def _thresholds(s: torch.Tensor, threshold) -> torch.Tensor:
     return torch.full_like(s, min(float(threshold), torch.finfo(s.dtype).max))
 
 
-def shrink(s: torch.Tensor, threshold) -> torch.Tensor:
+def shrink(s: torch.Tensor, threshold: float | torch.Tensor) -> torch.Tensor:
     """Soft-threshold singular values: ``(s_i - threshold_i)_+``.
 
     Parameters
@@ -246,7 +247,12 @@ def _keep_positive(U, s, V, threshold):
     return U[:, keep], shrunk[keep], V[:, keep]
 
 
-def approx_svt(op, R: torch.Tensor, threshold, n_iter: int = 3):
+def approx_svt(
+    op: MatrixOperator,
+    R: torch.Tensor,
+    threshold: float | torch.Tensor,
+    n_iter: int = 3,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Approximate SVT by the power method (Algorithm 2).
 
     Parameters
@@ -283,7 +289,7 @@ def approx_svt(op, R: torch.Tensor, threshold, n_iter: int = 3):
     return U, s, V, Q
 
 
-def thin_svd(W: torch.Tensor):
+def thin_svd(W: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """SVD of a tall-skinny matrix through its k x k Gram matrix.
 
     ``W^T W = Vb S^2 Vb^T`` (eigh in float64), ``Ub = W Vb / S``: one GEMM and a
@@ -345,14 +351,14 @@ def _linear_operator(op) -> LinearOperator:
 
 
 def partial_svd(
-    op,
+    op: MatrixOperator,
     k: int,
     *,
     method: str = "auto",
     tol: float = 0.0,
     random_state: np.random.Generator | None = None,
     max_iter: int = 1000,
-):
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Top-k singular triplets of an operator, computed to convergence.
 
     Parameters
@@ -437,14 +443,14 @@ def _subspace_svd(op, k, tol, rng, max_iter):
 
 
 def exact_svt(
-    op,
-    threshold,
+    op: MatrixOperator,
+    threshold: float | torch.Tensor,
     k_init: int = 1,
     *,
     k_step: int = 5,
     method: str = "auto",
     random_state: np.random.Generator | None = None,
-):
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
     """Exact SVT from partial SVDs of growing size.
 
     Computes the top-k triplets; while all k singular values exceed their
@@ -484,7 +490,9 @@ def exact_svt(
     return U, s, V, k
 
 
-def svt(Z: torch.Tensor, threshold):
+def svt(
+    Z: torch.Tensor, threshold: float | torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Exact SVT of a dense matrix by a full SVD (reference implementation).
 
     Parameters

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .._core import DataValidationError, to_numpy
 
 __all__ = ["procrustes_align", "procrustes_distance", "triplet_error"]
+
+
+class _Quadruplets(Protocol):
+    """Comparisons that give their quadruplets, as ``embedopt.data.Comparisons``.
+
+    Duck-typed so that metrics need not import the data layer.
+    """
+
+    def as_quadruplets(self) -> np.ndarray: ...
 
 
 def _as_matrix(X, name: str) -> np.ndarray:
@@ -21,7 +33,12 @@ def _as_matrix(X, name: str) -> np.ndarray:
     return A
 
 
-def triplet_error(embedding, comparisons, *, chunk_size: int = 1 << 20) -> float:
+def triplet_error(
+    embedding: ArrayLike | torch.Tensor,
+    comparisons: ArrayLike | _Quadruplets,
+    *,
+    chunk_size: int = 1 << 20,
+) -> float:
     """Fraction of comparisons that the embedding's distances contradict.
 
     ``error = mean_q 1[d(x_i, x_j) >= d(x_l, x_k)]`` over oriented comparisons
@@ -86,7 +103,12 @@ def _orthogonal_procrustes(A: np.ndarray, B: np.ndarray):
     return R, s
 
 
-def procrustes_align(embedding, reference, *, scaling: bool = True) -> np.ndarray:
+def procrustes_align(
+    embedding: ArrayLike | torch.Tensor,
+    reference: ArrayLike | torch.Tensor,
+    *,
+    scaling: bool = True,
+) -> np.ndarray:
     """Align an embedding to a reference by translation, rotation/reflection and scale.
 
     The similarity transforms are exactly the freedom of an ordinal embedding
@@ -124,7 +146,12 @@ def procrustes_align(embedding, reference, *, scaling: bool = True) -> np.ndarra
     return (s if scaling else 1.0) * (X - mx) @ R + my
 
 
-def procrustes_distance(embedding, reference, *, scaling: bool = True) -> float:
+def procrustes_distance(
+    embedding: ArrayLike | torch.Tensor,
+    reference: ArrayLike | torch.Tensor,
+    *,
+    scaling: bool = True,
+) -> float:
     """Normalized distance between two embeddings after Procrustes alignment.
 
     ``||align(X) - Y_c||_F^2 / ||Y_c||_F^2`` with ``Y_c`` the centered

@@ -6,8 +6,12 @@ explicit ground-truth neighbour ids see :mod:`embedopt.metrics.retrieval`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .._core import DataValidationError, fill_doc, to_numpy
 
@@ -53,14 +57,14 @@ def _prepare(query, query_labels, database, database_labels):
 
 @fill_doc(labelled_data=_LABELLED_DATA)
 def retrieval_scores(
-    query,
-    query_labels,
-    database=None,
-    database_labels=None,
+    query: ArrayLike | torch.Tensor,
+    query_labels: ArrayLike,
+    database: ArrayLike | torch.Tensor | None = None,
+    database_labels: ArrayLike | None = None,
     *,
-    k=(40, 60, 100),
+    k: int | Sequence[int] = (40, 60, 100),
     chunk_size: int = 1024,
-) -> dict:
+) -> dict[str, Any]:
     """MAP, Precision@K and Recall@K of nearest-neighbour retrieval by label.
 
     Every query ranks the database by ascending Euclidean distance; database
@@ -120,7 +124,12 @@ def retrieval_scores(
 
 
 @fill_doc(labelled_data=_LABELLED_DATA)
-def mean_average_precision(query, query_labels, database=None, database_labels=None):
+def mean_average_precision(
+    query: ArrayLike | torch.Tensor,
+    query_labels: ArrayLike,
+    database: ArrayLike | torch.Tensor | None = None,
+    database_labels: ArrayLike | None = None,
+) -> float:
     """Mean average precision of retrieval by label (see :func:`retrieval_scores`).
 
     Parameters
@@ -136,8 +145,13 @@ def mean_average_precision(query, query_labels, database=None, database_labels=N
 
 @fill_doc(labelled_data=_LABELLED_DATA)
 def label_precision_at_k(
-    query, query_labels, database=None, database_labels=None, *, k=60
-):
+    query: ArrayLike | torch.Tensor,
+    query_labels: ArrayLike,
+    database: ArrayLike | torch.Tensor | None = None,
+    database_labels: ArrayLike | None = None,
+    *,
+    k: int = 60,
+) -> float:
     """Precision@K of retrieval by label (see :func:`retrieval_scores`).
 
     Parameters
@@ -154,8 +168,13 @@ def label_precision_at_k(
 
 
 def label_recall_at_k(
-    query, query_labels, database=None, database_labels=None, *, k=60
-):
+    query: ArrayLike | torch.Tensor,
+    query_labels: ArrayLike,
+    database: ArrayLike | torch.Tensor | None = None,
+    database_labels: ArrayLike | None = None,
+    *,
+    k: int = 60,
+) -> float:
     """Recall@K of retrieval by label; arguments as in :func:`label_precision_at_k`."""
     res = retrieval_scores(query, query_labels, database, database_labels, k=k)
     return res["recall"][int(k)]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
+from numpy.typing import ArrayLike
 
 from .._core import DataValidationError, fill_doc, to_numpy
 
@@ -33,7 +35,7 @@ def _pair(y_true, y_pred):
 
 
 @fill_doc(error_arguments=_ERROR_ARGUMENTS)
-def rmse(y_true, y_pred) -> float:
+def rmse(y_true: ArrayLike | torch.Tensor, y_pred: ArrayLike | torch.Tensor) -> float:
     """Root mean squared error ``sqrt(mean((y_true - y_pred)^2))``.
 
     Computed on errors scaled by the largest one, so that errors near the
@@ -51,7 +53,7 @@ def rmse(y_true, y_pred) -> float:
 
 
 @fill_doc(error_arguments=_ERROR_ARGUMENTS)
-def mae(y_true, y_pred) -> float:
+def mae(y_true: ArrayLike | torch.Tensor, y_pred: ArrayLike | torch.Tensor) -> float:
     """Mean absolute error ``mean(|y_true - y_pred|)``.
 
     {error_arguments}
@@ -61,7 +63,7 @@ def mae(y_true, y_pred) -> float:
 
 
 @fill_doc(error_arguments=_ERROR_ARGUMENTS)
-def nmse(y_true, y_pred) -> float:
+def nmse(y_true: ArrayLike | torch.Tensor, y_pred: ArrayLike | torch.Tensor) -> float:
     """Normalized error ``||y_pred - y_true|| / ||y_true||`` (Yao & Kwok, Sec. 5.1).
 
     The paper calls this NMSE although it is a ratio of norms, not of squared
@@ -76,7 +78,9 @@ def nmse(y_true, y_pred) -> float:
     return float(np.linalg.norm(b - a) / denom)
 
 
-def accuracy(y_true, y_pred) -> float:
+def accuracy(
+    y_true: ArrayLike | torch.Tensor, y_pred: ArrayLike | torch.Tensor
+) -> float:
     """Fraction of entries whose sign is predicted correctly (+/-1 labels).
 
     ``mean(sign(y_pred) == y_true)``; a prediction of exactly 0 counts as +1.
@@ -109,7 +113,13 @@ def _rowwise(A, B, rows, cols, chunk: int = 1 << 20) -> np.ndarray:
     return out
 
 
-def nmse_lowrank(A, B, A_true, B_true, exclude=None) -> float:
+def nmse_lowrank(
+    A: ArrayLike | torch.Tensor,
+    B: ArrayLike | torch.Tensor,
+    A_true: ArrayLike | torch.Tensor,
+    B_true: ArrayLike | torch.Tensor,
+    exclude: tuple[ArrayLike, ArrayLike] | None = None,
+) -> float:
     """NMSE of ``A B^T`` against ``A_true B_true^T`` on all entries but ``exclude``.
 
     ``||P(X - T)||_F / ||P(T)||_F`` where ``X = A B^T``, ``T = A_true B_true^T``

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+from typing import Any, Protocol
+
 import numpy as np
+import torch
+from numpy.typing import ArrayLike
 
 from .._core import DataValidationError, fill_doc, to_numpy
 
@@ -13,6 +18,16 @@ __all__ = [
     "quantization_distortion",
     "recall_at_k",
 ]
+
+
+class _SparseRows(Protocol):
+    """A scipy.sparse matrix or array: ``relevant`` reads it through ``tocsr``."""
+
+    def tocsr(self) -> Any: ...
+
+
+#: What ``relevant`` accepts: padded ids, id collections or a sparse matrix.
+Relevant = ArrayLike | Sequence[Collection[int]] | _SparseRows
 
 #: What every ranking metric takes and returns (its docstring's
 #: ``{ranking_arguments}``).
@@ -85,7 +100,7 @@ def _answerable(sizes: np.ndarray) -> np.ndarray:
 
 
 @fill_doc(ranking_arguments=_RANKING_ARGUMENTS)
-def recall_at_k(retrieved, relevant, k: int) -> float:
+def recall_at_k(retrieved: ArrayLike, relevant: Relevant, k: int) -> float:
     """Mean fraction of each query's relevant items found in its top k.
 
     ``mean_q |top_k(q) ∩ rel(q)| / |rel(q)|`` over queries with at least one
@@ -100,7 +115,7 @@ def recall_at_k(retrieved, relevant, k: int) -> float:
 
 
 @fill_doc(ranking_arguments=_RANKING_ARGUMENTS)
-def precision_at_k(retrieved, relevant, k: int) -> float:
+def precision_at_k(retrieved: ArrayLike, relevant: Relevant, k: int) -> float:
     """Mean fraction of each query's top k that is relevant.
 
     ``mean_q |top_k(q) ∩ rel(q)| / k``.
@@ -129,7 +144,7 @@ def _rank_hits(retrieved, relevant, k: int):
 
 
 @fill_doc(ranking_arguments=_RANKING_ARGUMENTS)
-def ndcg_at_k(retrieved, relevant, k: int) -> float:
+def ndcg_at_k(retrieved: ArrayLike, relevant: Relevant, k: int) -> float:
     """Mean normalized discounted cumulative gain of the top k (binary relevance).
 
     ``DCG = sum_{r <= k} rel_r / log2(r + 1)``, divided by the DCG of an
@@ -147,7 +162,7 @@ def ndcg_at_k(retrieved, relevant, k: int) -> float:
 
 
 @fill_doc(ranking_arguments=_RANKING_ARGUMENTS)
-def average_precision_at_k(retrieved, relevant, k: int) -> float:
+def average_precision_at_k(retrieved: ArrayLike, relevant: Relevant, k: int) -> float:
     """Mean average precision of the top k (MAP@k).
 
     ``AP@k(q) = sum_{r <= k} P@r(q) rel_r / min(k, |rel(q)|)``, averaged
@@ -162,7 +177,9 @@ def average_precision_at_k(retrieved, relevant, k: int) -> float:
     return float(np.mean(ap[ok]))
 
 
-def quantization_distortion(X, X_hat) -> float:
+def quantization_distortion(
+    X: ArrayLike | torch.Tensor, X_hat: ArrayLike | torch.Tensor
+) -> float:
     """Mean squared reconstruction error ``mean_i ||x_i - x_hat_i||^2``.
 
     The distortion reported in Sec. 3.1 of Jiang et al. (squared L2 distance

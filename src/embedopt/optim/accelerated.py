@@ -32,8 +32,8 @@ import torch
 
 from .._core import Registry
 from ..linalg.points import axpy, norm
-from .momentum import MOMENTUM
-from .monitor import solver_monitor
+from .momentum import MOMENTUM, NesterovRestart, NoMomentum
+from .monitor import IterationState, solver_monitor
 from .result import SolverResult
 
 __all__ = [
@@ -125,35 +125,35 @@ class ProximalProblem(Protocol):
     ``step_name`` (named in errors).
     """
 
-    def smooth(self, x) -> float:
+    def smooth(self, x: Any) -> float:
         """The smooth part f(x)."""
 
-    def penalty(self, x, weight: float) -> float:
+    def penalty(self, x: Any, weight: float) -> float:
         """The weighted regularizer ``weight * r(x)``."""
 
-    def step(self, x, x_prev, theta: float, weight: float):
+    def step(self, x: Any, x_prev: Any, theta: float, weight: float) -> Any:
         """The (proximal) step from ``x + theta (x - x_prev)`` at ``weight``."""
 
-    def describe(self, x, weight: float) -> dict:
+    def describe(self, x: Any, weight: float) -> dict:
         """History values of a new iterate (rank, step size...)."""
 
-    def solution(self, x):
+    def solution(self, x: Any) -> Any:
         """The iterate in the form returned to callers and callbacks."""
 
 
 def accelerated_proximal_gradient(
     problem: ProximalProblem,
-    x0,
+    x0: Any,
     *,
     weight: float = 0.0,
-    momentum="nesterov_restart",
+    momentum: str | NesterovRestart | NoMomentum = "nesterov_restart",
     continuation: GeometricContinuation | None = None,
     max_iter: int = 500,
     tol: float = 1e-4,
     name: str = "APG",
     owner: str | None = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     nonfinite_hint: str = "the step size may be too large or the data badly scaled",
 ) -> SolverResult:
     """Accelerated proximal gradient with restart and continuation.
@@ -285,17 +285,17 @@ class CompositeProblem:
         self.regularizer = regularizer
         self._last_grad_norm = float("nan")
 
-    def smooth(self, x) -> float:
+    def smooth(self, x: Any) -> float:
         """f(x)."""
         return float(self.fun(x)[0])
 
-    def penalty(self, x, weight: float) -> float:
+    def penalty(self, x: Any, weight: float) -> float:
         """``weight * r(x)``."""
         if self.regularizer is None or weight == 0:
             return 0.0
         return weight * float(self.regularizer(x))
 
-    def step(self, x, x_prev, theta: float, weight: float):
+    def step(self, x: Any, x_prev: Any, theta: float, weight: float) -> Any:
         """One proximal-gradient step from the extrapolated point."""
         y = axpy(theta, axpy(-1.0, x_prev, x), x)  # x + theta (x - x_prev)
         _, g = self.fun(y)
@@ -304,10 +304,10 @@ class CompositeProblem:
         v = axpy(-mu, g, y)
         return v if self.prox is None else self.prox(v, mu * weight)
 
-    def describe(self, x, weight: float) -> dict:
+    def describe(self, x: Any, weight: float) -> dict:
         """Weight and gradient norm at the extrapolated point."""
         return {"weight": weight, "grad_norm": self._last_grad_norm}
 
-    def solution(self, x):
+    def solution(self, x: Any) -> Any:
         """The iterate itself."""
         return x

@@ -19,12 +19,14 @@ step and function values per iteration, like :func:`~embedopt.optim.newton_cg`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from .._core import PROGRESS_CONSTRAINTS, InstanceOf, Interval, validated_params
 from ..linalg.points import Point, as_tuple, norm, pack
 from .line_search import armijo_backtracking
-from .monitor import solver_monitor, start_gradient_run
+from .monitor import IterationState, solver_monitor, start_gradient_run
 from .objective import Objective
 from .result import SolverResult
 
@@ -65,12 +67,12 @@ def armijo_gradient_descent(
     *,
     max_iter: int = 1000,
     tol: float = 1e-6,
-    preconditioner=None,
+    preconditioner: Point | Callable[[Point], Point] | None = None,
     initial_step: float = 1e-2,
     growth: float = 2.0,
     c1: float = 1e-4,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     name: str = "GD",
     owner: str | None = None,
 ) -> SolverResult:

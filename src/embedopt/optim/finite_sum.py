@@ -9,11 +9,13 @@ call the four members below, so one SVRG / SGD loop serves every family.
 from __future__ import annotations
 
 import warnings
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
 from .._core import DataWarning
+from .monitor import IterationMonitor
 
 __all__ = ["FiniteSum", "clip_batch_size", "record_epoch"]
 
@@ -57,7 +59,16 @@ class FiniteSum(Protocol):
         ...
 
 
-def record_epoch(monitor, x, f, g, alpha, evals, n, evaluate=None) -> bool:
+def record_epoch(
+    monitor: IterationMonitor,
+    x: torch.Tensor,
+    f: float,
+    g: torch.Tensor,
+    alpha: float,
+    evals: int,
+    n: int,
+    evaluate: Callable[[torch.Tensor], Mapping[str, Any]] | None = None,
+) -> bool:
     """Record one epoch of a finite-sum solver in the shared history columns.
 
     Columns: objective, step_size, grad_evals (cumulative gradient calls),

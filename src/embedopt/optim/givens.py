@@ -22,6 +22,8 @@ For odd n the matchings leave one axis unrotated ((n-1)/2 pairs, Lemma 2).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 import torch
@@ -65,7 +67,9 @@ class PairSelection:
     name = "base"
     disjoint = True
 
-    def __call__(self, A: torch.Tensor, generator: torch.Generator | None = None):
+    def __call__(
+        self, A: torch.Tensor, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Select pairs of axes.
 
         Parameters
@@ -100,7 +104,9 @@ class RandomMatching(PairSelection):
 
     name = "random"
 
-    def __call__(self, A, generator=None):
+    def __call__(
+        self, A: torch.Tensor, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         n = A.shape[0]
         perm = torch.randperm(n, generator=generator, device="cpu").to(A.device)
         half = n // 2
@@ -124,7 +130,9 @@ class GreedyMatching(PairSelection):
 
     name = "greedy"
 
-    def __call__(self, A, generator=None):
+    def __call__(
+        self, A: torch.Tensor, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         n = A.shape[0]
         dev = A.device
         W = A.detach().abs()
@@ -182,7 +190,9 @@ class SteepestMatching(PairSelection):
     def __init__(self, time_limit: float | None = None):
         self.time_limit = time_limit
 
-    def __call__(self, A, generator=None):
+    def __call__(
+        self, A: torch.Tensor, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         import scipy.sparse as sp
         from scipy.optimize import Bounds, LinearConstraint, milp
 
@@ -227,7 +237,9 @@ class RandomOverlapping(PairSelection):
     name = "random_overlap"
     disjoint = False
 
-    def __call__(self, A, generator=None):
+    def __call__(
+        self, A: torch.Tensor, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         n = A.shape[0]
         p = n // 2
         i = torch.randint(0, n, (p,), generator=generator)
@@ -245,7 +257,9 @@ class GreedyOverlapping(PairSelection):
     name = "greedy_overlap"
     disjoint = False
 
-    def __call__(self, A, generator=None):
+    def __call__(
+        self, A: torch.Tensor, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         n = A.shape[0]
         iu, ju = torch.triu_indices(n, n, 1, device=A.device)
         w = A.detach().abs()[iu, ju]
@@ -369,7 +383,7 @@ class GivensOptimizer(torch.optim.Optimizer):
 
     def __init__(
         self,
-        params,
+        params: Iterable[torch.Tensor] | Iterable[dict[str, Any]],
         lr: float = 1e-3,
         *,
         selection: str | PairSelection = "greedy",
@@ -404,7 +418,9 @@ class GivensOptimizer(torch.optim.Optimizer):
         self.n_reorthogonalizations = 0
 
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(
+        self, closure: Callable[[], torch.Tensor | float] | None = None
+    ) -> torch.Tensor | float | None:
         """Perform one Givens coordinate descent step on every rotation.
 
         Parameters

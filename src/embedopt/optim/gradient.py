@@ -8,18 +8,22 @@ methods can be compared per gradient call (Ma et al., Sec. 5.1).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
 import torch
 
 from .._core import (
     PROGRESS_CONSTRAINTS,
     Interval,
     Options,
+    RandomStateLike,
     resolve_random_state,
     validated_params,
 )
 from .finite_sum import FiniteSum, clip_batch_size, record_epoch
 from .line_search import armijo_backtracking
-from .monitor import solver_monitor
+from .monitor import IterationState, solver_monitor
 from .result import SolverResult
 from .step_sizes import FIXED_STEP_SAFETY, STEP_SIZES, probe_step
 
@@ -63,16 +67,16 @@ def sgd(
     problem: FiniteSum,
     x0: torch.Tensor,
     *,
-    learning_rate="auto",
+    learning_rate: float | Literal["auto"] = "auto",
     decay: float = 1.0,
     batch_size: int = 1,
     samples_per_epoch: int | None = None,
     max_iter: int = 100,
     tol: float = 1e-4,
-    evaluate=None,
-    random_state=None,
+    evaluate: Callable[[torch.Tensor], Mapping[str, Any]] | None = None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     name: str = "SGD",
     owner: str | None = None,
 ) -> SolverResult:
@@ -159,17 +163,17 @@ def gradient_descent(
     problem: FiniteSum,
     x0: torch.Tensor,
     *,
-    learning_rate="auto",
+    learning_rate: float | Literal["auto"] = "auto",
     step_size: str = "constant",
     epsilon: float = 0.0,
     steps_per_iteration: int = 1,
-    project=None,
+    project: Callable[[torch.Tensor], torch.Tensor] | None = None,
     safeguard: bool = True,
     max_iter: int = 100,
     tol: float = 1e-4,
-    evaluate=None,
+    evaluate: Callable[[torch.Tensor], Mapping[str, Any]] | None = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     name: str = "GD",
     owner: str | None = None,
 ) -> SolverResult:

@@ -11,7 +11,8 @@ callback), the callback protocol, progress bar and logging, and the
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -19,7 +20,7 @@ from scipy.optimize import minimize
 
 from .._core import PROGRESS_CONSTRAINTS, Interval, Options, validated_params
 from ..linalg.points import Point, flatten, norm, unflatten
-from .monitor import IterationMonitor, RelativeChange
+from .monitor import IterationMonitor, IterationState, RelativeChange
 from .result import SolverResult
 
 __all__ = ["LBFGS_CONSTRAINTS", "lbfgs"]
@@ -81,9 +82,9 @@ def lbfgs(
     tol: float = 1e-8,
     history_size: int = 10,
     stop: str = "scipy",
-    evaluate=None,
+    evaluate: Callable[[Point], Mapping[str, Any]] | None = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     name: str = "L-BFGS",
     owner: str | None = None,
 ) -> SolverResult:

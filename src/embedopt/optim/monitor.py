@@ -15,12 +15,14 @@ import contextlib
 import math
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .._core import ConvergenceWarning, NumericalInstabilityError, get_logger
 from .._core.log import ensure_verbose_handler
+from ..linalg.points import Point
+from .objective import Objective
 from .result import History, SolverResult
 
 __all__ = [
@@ -79,7 +81,12 @@ class RelativeChange:
     relative_to : {"previous", "first"}
     """
 
-    def __init__(self, tol: float, key: str = "objective", relative_to="previous"):
+    def __init__(
+        self,
+        tol: float,
+        key: str = "objective",
+        relative_to: Literal["previous", "first"] = "previous",
+    ):
         self.tol = tol
         self.key = key
         self.relative_to = relative_to
@@ -169,7 +176,7 @@ class IterationMonitor:
         self._logger = get_logger("optim")
 
     # -- loop -------------------------------------------------------------------
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         self.start()
         try:
             for t in range(1, self.max_iter + 1):
@@ -204,7 +211,7 @@ class IterationMonitor:
         return time.perf_counter() - self._start - self._excluded
 
     @contextlib.contextmanager
-    def paused(self):
+    def paused(self) -> Iterator[None]:
         """Exclude the enclosed work (monitoring-only metrics) from the clock."""
         t0 = time.perf_counter()
         try:
@@ -334,7 +341,7 @@ def solver_monitor(
     max_iter: int,
     tol: float,
     verbose: int,
-    callback,
+    callback: Callable[[IterationState], bool | None] | None,
     owner: str | None,
     nonfinite_hint: str,
     stopping: Callable[[History], bool] | None = None,
@@ -377,8 +384,11 @@ def solver_monitor(
 
 
 def start_gradient_run(
-    objective, x0, monitor: IterationMonitor, stop_on: str = "grad_norm"
-):
+    objective: Objective,
+    x0: Point,
+    monitor: IterationMonitor,
+    stop_on: str = "grad_norm",
+) -> tuple[Point, float, Point]:
     """Start a smooth solver: its stopping rule, clock, and the value and
     gradient at x0.
 

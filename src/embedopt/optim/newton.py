@@ -21,6 +21,8 @@ mu is (Nocedal & Wright, Sec. 7.1).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from .._core import (
@@ -34,7 +36,7 @@ from .._core import (
 from ..linalg.cg import cg
 from ..linalg.points import Point, axpy, inner, norm, scale
 from .line_search import armijo_backtracking
-from .monitor import solver_monitor, start_gradient_run
+from .monitor import IterationState, solver_monitor, start_gradient_run
 from .objective import Objective
 from .result import SolverResult
 
@@ -119,12 +121,14 @@ def newton_cg(
     cg_rtol: float = 0.1,
     cg_max_iter: int | None = None,
     damping: float = 0.0,
-    preconditioner=None,
+    preconditioner: (
+        Point | Callable[[Point, float], Point | Callable[[Point], Point]] | None
+    ) = None,
     line_search: bool = True,
     c1: float = 1e-4,
     stop_on: str = "grad_norm",
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     name: str = "Newton-CG",
     owner: str | None = None,
 ) -> SolverResult:

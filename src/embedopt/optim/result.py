@@ -47,7 +47,7 @@ class History:
         """Return the column ``key`` as a list (a view, do not modify)."""
         return self._columns[key]
 
-    def last(self, key: str, default: float = np.nan):
+    def last(self, key: str, default: float = np.nan) -> Any:
         """Return the latest value of ``key`` (``default`` if absent)."""
         col = self._columns.get(key)
         return col[-1] if col else default

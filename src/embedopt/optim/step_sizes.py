@@ -84,7 +84,12 @@ class ConstantStep:
     def __init__(self, learning_rate: float, **_):
         self.learning_rate = float(learning_rate)
 
-    def step(self, epoch: int, dx=None, dy=None) -> float:
+    def step(
+        self,
+        epoch: int,
+        dx: torch.Tensor | None = None,
+        dy: torch.Tensor | None = None,
+    ) -> float:
         """The step of ``epoch`` (0-based)."""
         return self.learning_rate
 
@@ -109,7 +114,12 @@ class InverseDecay:
         self.learning_rate = float(learning_rate)
         self.decay = float(decay)
 
-    def step(self, epoch: int, dx=None, dy=None) -> float:
+    def step(
+        self,
+        epoch: int,
+        dx: torch.Tensor | None = None,
+        dy: torch.Tensor | None = None,
+    ) -> float:
         """The step of ``epoch`` (0-based)."""
         return self.learning_rate / (1.0 + self.decay * epoch)
 
@@ -139,7 +149,12 @@ class StabilizedBB:
         self.epsilon = float(epsilon)
         self.last = self.learning_rate
 
-    def step(self, epoch: int, dx=None, dy=None) -> float:
+    def step(
+        self,
+        epoch: int,
+        dx: torch.Tensor | None = None,
+        dy: torch.Tensor | None = None,
+    ) -> float:
         """The step of ``epoch`` (0-based) from the last iterate/gradient change."""
         if epoch == 0 or dx is None:
             self.last = self.learning_rate if epoch == 0 else self.last
@@ -175,6 +190,10 @@ STEP_SIZES = {
     "sbb": StabilizedBB,
     "bb": BarzilaiBorwein,
 }
+
+#: A step-size rule object, as the solvers take it besides a name of
+#: :data:`STEP_SIZES`.
+StepSizeRule = ConstantStep | InverseDecay | StabilizedBB
 
 
 #: ``learning_rate="auto"`` of fixed-step solvers: the secant curvature over a

@@ -30,6 +30,8 @@ and the tests compare both).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -39,13 +41,20 @@ from .._core import (
     InstanceOf,
     Interval,
     Options,
+    RandomStateLike,
     resolve_random_state,
     validated_params,
 )
 from .finite_sum import FiniteSum, clip_batch_size, record_epoch
-from .monitor import solver_monitor
+from .monitor import IterationState, solver_monitor
 from .result import SolverResult
-from .step_sizes import FIXED_STEP_SAFETY, STEP_SIZES, StabilizedBB, probe_step
+from .step_sizes import (
+    FIXED_STEP_SAFETY,
+    STEP_SIZES,
+    StabilizedBB,
+    StepSizeRule,
+    probe_step,
+)
 
 __all__ = ["SVRG_CONSTRAINTS", "svrg"]
 
@@ -154,8 +163,8 @@ def svrg(
     problem: FiniteSum,
     x0: torch.Tensor,
     *,
-    step_size="sbb",
-    learning_rate="auto",
+    step_size: str | StepSizeRule = "sbb",
+    learning_rate: float | Literal["auto"] = "auto",
     epsilon: float = 0.0,
     batch_size: int = 1,
     update_frequency: int | None = None,
@@ -164,10 +173,10 @@ def svrg(
     output: str = "last",
     module_epochs: int | None = None,
     lazy: bool = True,
-    evaluate=None,
-    random_state=None,
+    evaluate: Callable[[torch.Tensor], Mapping[str, Any]] | None = None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     name: str = "SVRG-SBB",
     owner: str | None = None,
 ) -> SolverResult:
