@@ -153,6 +153,28 @@ class BaseEstimator:
         if objective is not None:
             self.objective_ = float(objective)
 
+    def __sklearn_tags__(self) -> Any:
+        """What scikit-learn's tools (``clone``, ``cross_val_score``,
+        ``Pipeline``) need to know of this estimator.
+
+        scikit-learn is optional: this is only called by scikit-learn itself
+        (1.6 and newer), so it imports it here. The inputs of most estimators
+        are not feature matrices (entries, comparisons, interactions), hence
+        ``two_d_array`` is True only where ``_sklearn_2d_input`` says so;
+        estimators with ``transform`` are tagged as transformers.
+        """
+        from sklearn.utils import InputTags, Tags, TargetTags, TransformerTags
+
+        return Tags(
+            estimator_type=None,
+            target_tags=TargetTags(required=False),
+            transformer_tags=TransformerTags() if hasattr(self, "transform") else None,
+            input_tags=InputTags(two_d_array=self._sklearn_2d_input),
+        )
+
+    #: whether ``fit`` takes a samples x features matrix (scikit-learn's tag)
+    _sklearn_2d_input: ClassVar[bool] = False
+
     def _validate_params(self) -> None:
         validate_params(
             type(self).__name__, self.get_params(), self._parameter_constraints
