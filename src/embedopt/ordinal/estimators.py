@@ -89,9 +89,9 @@ class OrdinalEmbedding(BaseEstimator):
     losses of :mod:`embedopt.ordinal.losses`: by default with full-batch
     L-BFGS up to 10^5 comparisons and SVRG-SBB (Ma et al., Algorithm 1)
     above, or with the solver named. Parameters left at None take the
-    chosen solver's defaults (documented below with the measurements that
-    chose them; the comparison with cblearn's defaults is
-    ``benchmarks/ordinal/defaults.py``).
+    chosen solver's defaults (:func:`~embedopt.ordinal.solvers.solver_defaults`;
+    the runs that chose every default are in ``benchmarks/ordinal/README.md``,
+    and ``benchmarks/ordinal/defaults.py`` compares them with cblearn's).
 
     Parameters
     ----------
@@ -105,12 +105,10 @@ class OrdinalEmbedding(BaseEstimator):
         per step). ``"auto"`` runs ``"lbfgs"`` up to
         :data:`~embedopt.ordinal.solvers.AUTO_LBFGS_MAX_COMPARISONS`
         (10^5) comparisons and ``"svrg_sbb"`` above; ``solver_`` says which
-        ran. Below that size a full pass is cheap (0.3 ms for the 10^4
-        triplets of Ma et al.'s Table I) and every inner step of the
-        stochastic solvers costs about 100 us of Python: L-BFGS fitted Table
-        I in 0.03-0.1 s, 1.5-15x faster than cblearn, while SVRG-SBB's
-        default run took 1-2 s. At 10^6 triplets SVRG-SBB reached held-out
-        error 0.2 in 3 s, L-BFGS in 7 s.
+        ran. Below that size a full pass is cheap while every inner step of
+        the stochastic solvers costs about 100 us of Python
+        (:func:`~embedopt.ordinal.resolve_solver`;
+        ``benchmarks/ordinal/scale.py`` re-measures the crossing).
     epsilon : float
         SBB epsilon (eq. (17)); 0 gives SVRG-SBB_0.
     relative_epsilon : bool
@@ -123,8 +121,8 @@ class OrdinalEmbedding(BaseEstimator):
         a warning).
     update_frequency : int, optional
         m, comparisons sampled per epoch (default: |Q| / 4 for SVRG-SBB above
-        ``AUTO_LBFGS_MAX_COMPARISONS`` comparisons, measured faster at 10^6
-        triplets; all, as in the paper, otherwise); it also sets the budget
+        ``AUTO_LBFGS_MAX_COMPARISONS`` comparisons, faster there to a given
+        held-out error; all, as in the paper, otherwise); it also sets the budget
         of an epoch (``|Q| + 2m`` gradient calls) for every stochastic
         solver.
     learning_rate : float or "auto"
@@ -138,10 +136,9 @@ class OrdinalEmbedding(BaseEstimator):
         Relative objective change between epochs that stops the solver
         (default 1e-3 for SVRG-SBB, 1e-4 for the other stochastic solvers).
         L-BFGS stops when an iteration changes the objective by ``tol``
-        times its value after the first iteration (default 1e-5; see
-        :func:`~embedopt.ordinal.lbfgs`): on Table I, 1e-4 stopped SOE
-        early (held-out error 0.064) and 1e-6 late (0.055, the last
-        iterations over-fit its margins), 1e-5 gave 0.046.
+        times its value after the first iteration (default 1e-5, the best
+        held-out error of SOE on Table I among 1e-4, 1e-5 and 1e-6; see
+        :func:`~embedopt.ordinal.lbfgs`).
     output : {"last", "random"}
         SVRG solvers: last snapshot or a uniformly drawn inner iterate.
     module_epochs : int
@@ -157,13 +154,10 @@ class OrdinalEmbedding(BaseEstimator):
         summed negative log-likelihood -- and 0 for the others and for the
         stochastic solvers, which have no ridge term (``solver="auto"`` picks
         them above 10^5 comparisons, where ``1 / (2 |Q|)`` is below 5e-6).
-        Measured with L-BFGS, held-out error without /
-        with the prior, medians over seeds: STE music 0.193 / 0.172 (cblearn
-        0.182), Table I 0.053 / 0.044, eurodist 0.050 / 0.049, clusters 0.072
-        / 0.072; CKL Table I 0.178 / 0.176, eurodist 0.073 / 0.066, clusters
-        0.085 / 0.082, music 0.166 / 0.166. For t-STE and SOE it raised the
-        Table I error (0.069 -> 0.083, 0.044 -> 0.056), for GNMDS the eurodist
-        one (0.048 -> 0.050): they keep 0.
+        The prior lowered or kept the held-out error of STE and CKL on every
+        benchmark set (STE on the music triplets: 0.193 -> 0.172) and raised
+        it for t-STE, SOE and GNMDS, which keep 0
+        (:func:`~embedopt.ordinal.resolve_lam`).
     mu : float, optional
         CKL's mu (default 0.1).
     alpha : float, optional
@@ -176,12 +170,11 @@ class OrdinalEmbedding(BaseEstimator):
     n_init : int or "auto"
         Random starts; the fit with the lowest final objective is kept.
         ``"auto"``: 3 for SOE in at most 2 dimensions, else 1 (always 1 when
-        ``fit`` gets an ``init``). SOE's hinge has poor local minima in the
-        plane (cblearn restarts it 10 times by default in every dimension):
-        on eurodist (p = 2, 30 seeds) 3 starts took the held-out error from
-        0.052 to 0.049 (median; mean 0.071 -> 0.049), while on the Table I,
-        music and clusters sets (p = 10, 9, 3) they changed nothing or made
-        it worse, and for GNMDS and t-STE they left the medians unchanged.
+        ``fit`` gets an ``init``; :func:`~embedopt.ordinal.resolve_n_init`).
+        SOE's hinge has poor local minima in the plane (cblearn restarts it
+        10 times by default in every dimension): on eurodist 3 starts took
+        the median held-out error from 0.052 to 0.049, while in more
+        dimensions and for the other losses they did not help.
     random_state : None, int or numpy Generator
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}, optional
