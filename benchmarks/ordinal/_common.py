@@ -8,7 +8,9 @@
   (time, iterate) after every L-BFGS iteration, so its time to a target
   held-out error is measured the same way as ours (error evaluations off the
   clock);
-- the held-out error, time-to-target and summary statistics they report.
+- the summary statistics they report (the held-out error is
+  ``embedopt.metrics.triplet_error``, the time to a target
+  ``_shared.time_to(..., strict=True, never=inf)``).
 
 Import it first in a script: it sets the thread environment before NumPy and
 torch load.
@@ -28,6 +30,7 @@ import warnings
 import numpy as np
 import torch
 
+from embedopt.metrics import triplet_error
 from embedopt.ordinal import batch_gd, sgd, svrg, svrg_sbb, svrg_sbb_pl
 
 torch.set_num_threads(1)
@@ -51,15 +54,6 @@ def have_cblearn() -> bool:
         return True
     except ImportError:
         return False
-
-
-def triplet_error(X: np.ndarray, Q: np.ndarray) -> float:
-    """Held-out error on oriented (m, 3) triplets / (m, 4) quadruplets."""
-    if Q.shape[1] == 3:
-        Q = Q[:, [0, 1, 0, 2]]
-    d1 = ((X[Q[:, 0]] - X[Q[:, 1]]) ** 2).sum(1)
-    d2 = ((X[Q[:, 2]] - X[Q[:, 3]]) ** 2).sum(1)
-    return float(np.mean(d1 >= d2))
 
 
 _CB_CLASSES = {
@@ -123,14 +117,6 @@ def run_cblearn(loss, train, n_objects, p, test, *, seed=0, max_iter=None):
         "n_iter": len(record),
         "embedding": est.embedding_,
     }
-
-
-def time_to(times, errors, target) -> float:
-    """First time at which the error is below ``target`` (inf if never)."""
-    for t, e in zip(times, errors, strict=True):
-        if e < target:
-            return float(t)
-    return float("inf")
 
 
 def stats(values) -> dict:

@@ -52,6 +52,7 @@ from embedopt.data import (
     make_random_triplets,
     split_comparisons,
 )
+from embedopt.metrics import triplet_error
 from embedopt.ordinal import OrdinalEmbedding
 
 LOSSES = ["gnmds", "ckl", "ste", "tste", "soe"]
@@ -128,7 +129,7 @@ def _peer(loss, train, test, n, p, seed):
         t0 = time.perf_counter()
         est.fit(train.indices, n_objects=n)
         seconds = time.perf_counter() - t0
-    return C.triplet_error(est.embedding_, test.indices), seconds
+    return triplet_error(est.embedding_, test.indices), seconds
 
 
 def run(

@@ -68,26 +68,43 @@ def plot(rows, rates, losses, path):
     fig.savefig(path, dpi=120)
 
 
-def main(argv=None):
+def configure(argv=None) -> dict:
+    """The command line, resolved: epochs, losses and flip rates of the run."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--epochs", type=int, default=None)
     args = ap.parse_args(argv)
-    epochs = args.epochs or (10 if args.quick else 20)
-    losses = ["ste"] if args.quick else ["gnmds", "ste", "tste"]
-    rates = [0.05, 0.10, 0.15]
-    t0 = time.perf_counter()
+    return {
+        "epochs": args.epochs or (10 if args.quick else 20),
+        "losses": ["ste"] if args.quick else ["gnmds", "ste", "tste"],
+        "rates": [0.05, 0.10, 0.15],
+        "K": K,
+    }
+
+
+def _scores(E, secs, Xtr, ytr, Xte, yte) -> dict:
+    """MAP, P@K, R@K of the test images mapped into the embedding E."""
+    sc = retrieval_scores(kernel_ridge(Xtr, E, Xte), yte, E, ytr, k=K)
+    return {
+        "map": sc["map"],
+        "precision": sc["precision"][K],
+        "recall": sc["recall"][K],
+        "seconds": secs,
+    }
+
+
+def run(config: dict) -> tuple[dict, dict]:
+    """Every (flip rate, loss, method): its retrieval scores; and the raw pixels'."""
     data = load_digits()
     rng = np.random.default_rng(0)
     perm = rng.permutation(len(data.y))
     tr, te = perm[:1000], perm[1000:]
     Xtr, ytr, Xte, yte = data.X[tr], data.y[tr], data.X[te], data.y[te]
     rows = {}
-    for rate in rates:
+    for rate in config["rates"]:
         comps = make_class_triplets(ytr, 70_000, flip_rate=rate, random_state=1)
-        for loss in losses:
-            runs = list(METHODS)
-            for label, fn, kw in runs:
+        for loss in config["losses"]:
+            for label, fn, kw in METHODS:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     try:
@@ -95,7 +112,7 @@ def main(argv=None):
                             comps,
                             10,
                             loss=loss,
-                            max_iter=epochs,
+                            max_iter=config["epochs"],
                             tol=0,
                             random_state=0,
                             device="cpu",
@@ -106,27 +123,20 @@ def main(argv=None):
                     except Exception as exc:
                         rows[(rate, loss, label)] = {"failed": repr(exc)[:100]}
                         continue
-                Q = kernel_ridge(Xtr, E, Xte)
-                sc = retrieval_scores(Q, yte, E, ytr, k=K)
-                rows[(rate, loss, label)] = {
-                    "map": sc["map"],
-                    "precision": sc["precision"][K],
-                    "recall": sc["recall"][K],
-                    "seconds": secs,
-                }
+                rows[(rate, loss, label)] = _scores(E, secs, Xtr, ytr, Xte, yte)
             if C.have_cblearn():
                 cb = C.run_cblearn(loss, comps.indices, 1000, 10, comps.indices[:10])
-                E = cb["embedding"]
-                sc = retrieval_scores(kernel_ridge(Xtr, E, Xte), yte, E, ytr, k=K)
-                rows[(rate, loss, "cblearn (L-BFGS-B)")] = {
-                    "map": sc["map"],
-                    "precision": sc["precision"][K],
-                    "recall": sc["recall"][K],
-                    "seconds": cb["fit_seconds"],
-                }
+                rows[(rate, loss, "cblearn (L-BFGS-B)")] = _scores(
+                    cb["embedding"], cb["fit_seconds"], Xtr, ytr, Xte, yte
+                )
             print(f"flip {rate} {loss} done", flush=True)
     # reference: the raw pixels (no learning) under the same protocol
     raw = retrieval_scores(Xte, yte, Xtr, ytr, k=K)
+    return rows, raw
+
+
+def report(rows: dict, raw: dict, epochs: int) -> str:
+    """The Markdown table of a :func:`run`."""
     lines = [
         f"Digits retrieval: 1,000 training images embedded (p = 10) from 70,000 "
         f"class triplets with a fraction reversed; test images mapped by RBF kernel "
@@ -145,17 +155,29 @@ def main(argv=None):
             f"| {rate:.0%} | {loss} | {label} | {r['map']:.3f} | {r['precision']:.3f}"
             f" | {r['recall']:.3f} | {r['seconds']:.2f} |"
         )
-    md = "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    config = configure(argv)
+    t0 = time.perf_counter()
+    rows, raw = run(config)
+    md = report(rows, raw, config["epochs"])
     payload = {
         "experiment": "Ma et al. Sec. 5.4 protocol on digits",
-        "config": {"epochs": epochs, "losses": losses, "rates": rates, "K": K},
+        "config": config,
         "versions": _shared.environment("cblearn"),
         "raw_pixels": raw,
         "results": {f"{a}|{b}|{c}": r for (a, b, c), r in rows.items()},
         "wall_seconds": time.perf_counter() - t0,
     }
     path, _ = _shared.write_outputs("ordinal_retrieval", payload, md)
-    plot(rows, rates, losses, _shared.RESULTS / "ordinal_retrieval.png")
+    plot(
+        rows,
+        config["rates"],
+        config["losses"],
+        _shared.RESULTS / "ordinal_retrieval.png",
+    )
     print(md)
     print(f"wrote {path} ({time.perf_counter() - t0:.0f}s)")
 

@@ -100,7 +100,9 @@ def race(prob, n, cb_max_iter, epochs, seed=0):
             )
         h = res.history
         out[label] = {
-            "time_to_target": C.time_to(h["time"], h["val_error"], TARGET),
+            "time_to_target": _shared.time_to(
+                h["time"], h["val_error"], TARGET, strict=True, never=np.inf
+            ),
             "final_error": float(h["val_error"][-1]),
             "seconds": float(h["time"][-1]),
         }
@@ -117,7 +119,9 @@ def race(prob, n, cb_max_iter, epochs, seed=0):
             max_iter=cb_max_iter,
         )
         out["cblearn STE (L-BFGS-B)"] = {
-            "time_to_target": C.time_to(cb["times"], cb["errors"], TARGET),
+            "time_to_target": _shared.time_to(
+                cb["times"], cb["errors"], TARGET, strict=True, never=np.inf
+            ),
             "final_error": cb["final_error"],
             "seconds": cb["fit_seconds"],
             "iterations": cb["n_iter"],
@@ -158,20 +162,19 @@ def big_run(n=10_000, m=10_000_000, epochs=10):
     return out
 
 
-def main(argv=None):
+def configure(argv=None):
+    """The command line: ``--quick`` and ``--big-only``."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--big-only", action="store_true", help="only the 10^7-triplet run")
-    args = ap.parse_args(argv)
-    if args.big_only:
-        big = big_run()
-        payload = {"versions": _shared.environment("cblearn"), "q1e7": big}
-        _shared.write_outputs("ordinal_scale_1e7", payload, "")
-        return
+    return ap.parse_args(argv)
+
+
+def run(args) -> dict:
+    """Kernel times per size, the race at 10^6 triplets, the 10^7 run (full)."""
     sizes = [(1_000, 100_000), (10_000, 100_000), (10_000, 1_000_000)]
     if not args.quick:
         sizes += [(100_000, 1_000_000), (10_000, 10_000_000), (100_000, 10_000_000)]
-    t0 = time.perf_counter()
     kernels = []
     race_prob = None
     for n, m in sizes:
@@ -187,13 +190,18 @@ def main(argv=None):
         epochs=6 if args.quick else 12,
     )
     big = big_run() if not args.quick else None
+    return {"kernels": kernels, "race": race_res, "curves": curves, "big": big}
+
+
+def report(res: dict) -> str:
+    """The Markdown tables of a :func:`run`."""
     lines = [
         "Kernel times (1 thread, float32, STE, b = 100, m = |Q|):",
         "",
         "| objects | triplets | full gradient (s) | inner step (us) | epoch (s) |",
         "|---|---|---|---|---|",
     ]
-    for k in kernels:
+    for k in res["kernels"]:
         lines.append(
             f"| {k['n_objects']:,} | {k['n_triplets']:,} | {k['full_gradient_s']:.3f} "
             f"| {k['inner_step_us']:.0f} | {k['epoch_s']:.2f} |"
@@ -206,6 +214,7 @@ def main(argv=None):
         "| method | time to target | final error | run seconds |",
         "|---|---|---|---|",
     ]
+    race_res = res["race"]
     cb_t = race_res.get("cblearn STE (L-BFGS-B)", {}).get("time_to_target")
     for label, r in race_res.items():
         ratio = ""
@@ -216,6 +225,7 @@ def main(argv=None):
             f"{C.fmt(r['time_to_target'], 1)}{ratio} | "
             f"{C.fmt(r['final_error'])} | {C.fmt(r['seconds'], 1)} |"
         )
+    big = res["big"]
     if big:
         lines += [
             "",
@@ -224,20 +234,12 @@ def main(argv=None):
             f"{big['seconds']:.0f} s, held-out error "
             + " -> ".join(f"{e:.3f}" for e in big["val_error"]),
         ]
-    md = "\n".join(lines) + "\n"
-    payload = {
-        "experiment": "scale (issue 3, benchmark 3)",
-        "target": TARGET,
-        "versions": _shared.environment("cblearn"),
-        "kernels": kernels,
-        "race_n10000_q1e6": race_res,
-        "race_curves": curves,
-        "q1e7": big,
-        "wall_seconds": time.perf_counter() - t0,
-    }
-    path, _ = _shared.write_outputs("ordinal_scale", payload, md)
-    plt = _shared.figure()
+    return "\n".join(lines) + "\n"
 
+
+def plot(curves: dict) -> None:
+    """Held-out error against time of the race, ``ordinal_scale.png``."""
+    plt = _shared.figure()
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for label, (t, e) in curves.items():
         ax.plot(t, e, marker=".", label=label)
@@ -251,6 +253,30 @@ def main(argv=None):
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(_shared.RESULTS / "ordinal_scale.png", dpi=120)
+
+
+def main(argv=None):
+    args = configure(argv)
+    if args.big_only:
+        big = big_run()
+        payload = {"versions": _shared.environment("cblearn"), "q1e7": big}
+        _shared.write_outputs("ordinal_scale_1e7", payload, "")
+        return
+    t0 = time.perf_counter()
+    res = run(args)
+    md = report(res)
+    payload = {
+        "experiment": "scale (issue 3, benchmark 3)",
+        "target": TARGET,
+        "versions": _shared.environment("cblearn"),
+        "kernels": res["kernels"],
+        "race_n10000_q1e6": res["race"],
+        "race_curves": res["curves"],
+        "q1e7": res["big"],
+        "wall_seconds": time.perf_counter() - t0,
+    }
+    path, _ = _shared.write_outputs("ordinal_scale", payload, md)
+    plot(res["curves"])
     print(md)
     print(f"wrote {path} ({time.perf_counter() - t0:.0f}s)")
 

@@ -86,7 +86,9 @@ def run(quick: bool, trials: int, epochs: int):
                             **kw,
                         )
                         h = res.history
-                        t_hit = C.time_to(h["time"], h["val_error"], TARGET)
+                        t_hit = _shared.time_to(
+                            h["time"], h["val_error"], TARGET, strict=True, never=np.inf
+                        )
                         final = float(h["val_error"][-1])
                         curve = (h["passes"].tolist(), h["val_error"].tolist())
                     except Exception as exc:  # a diverging step (SBB_0...)
@@ -103,7 +105,9 @@ def run(quick: bool, trials: int, epochs: int):
                 cb = C.run_cblearn(loss, prob.train.indices, 100, 10, test, seed=trial)
                 r = rows.setdefault((loss, "cblearn (L-BFGS-B)"), {})
                 r.setdefault("t", []).append(
-                    C.time_to(cb["times"], cb["errors"], TARGET)
+                    _shared.time_to(
+                        cb["times"], cb["errors"], TARGET, strict=True, never=np.inf
+                    )
                 )
                 r.setdefault("final", []).append(cb["final_error"])
                 r.setdefault("fit_seconds", []).append(cb["fit_seconds"])

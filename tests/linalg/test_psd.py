@@ -52,10 +52,8 @@ def test_embedding_from_gram_recovers_points_up_to_rotation():
     assert float(err) == float(w[-3]) or abs(float(err) - float(w[-3])) < 1e-10
 
 
-def test_old_import_paths_still_work():
+def test_ordinal_still_exports_the_gram_helpers():
     from embedopt import ordinal
-    from embedopt.ordinal.convex import embedding_from_gram as old_embedding
-    from embedopt.ordinal.convex import project_centered_psd as old_project
 
-    assert old_project is project_centered_psd and old_embedding is embedding_from_gram
+    assert ordinal.embedding_from_gram is embedding_from_gram
     assert ordinal.project_centered_psd is project_centered_psd

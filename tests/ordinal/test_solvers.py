@@ -326,3 +326,54 @@ def test_lbfgs_ridge_is_lam_times_the_squared_norm_with_its_gradient(small):
     assert float(tight.norm()) < 0.5 * float(free.norm())
     with pytest.raises(InvalidParameterError, match="lam"):
         lbfgs(small.train, 2, lam=-1.0)
+
+
+def test_every_solver_has_the_one_call_shape():
+    # (comparisons, n_components, *, init, <run options>, <its own>); svrg and
+    # svrg_sbb_pl pass their keywords on to svrg_sbb.
+    import inspect
+
+    from embedopt.ordinal import SOLVERS
+
+    run = ["init", "max_iter", "tol", "random_state", "device", "dtype", "verbose"]
+    for name, solve in SOLVERS.items():
+        params = list(inspect.signature(solve).parameters.values())
+        assert [p.name for p in params[:2]] == ["comparisons", "n_components"], name
+        assert all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params[:2]), name
+        assert all(p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in params[2:])
+        if params[-1].kind is not params[-1].VAR_KEYWORD:
+            assert [p.name for p in params[2:10]] == [*run, "callback"], name
+
+
+def test_policy_functions_resolve_the_estimators_auto_rules():
+    from embedopt.ordinal import (
+        get_loss,
+        lbfgs_threads,
+        resolve_lam,
+        resolve_n_init,
+        solver_defaults,
+    )
+    from embedopt.ordinal.solvers import AUTO_LBFGS_MAX_COMPARISONS
+
+    big = AUTO_LBFGS_MAX_COMPARISONS + 1
+    assert solver_defaults("lbfgs", 10) == dict(
+        max_iter=1000, tol=1e-5, init_scale=1.0, dtype=torch.float64
+    )
+    assert solver_defaults("svrg_sbb", 10) == dict(
+        max_iter=100, tol=1e-3, init_scale=0.1, dtype=torch.float32
+    )
+    assert solver_defaults("svrg_sbb", big)["update_frequency"] == big // 4
+    assert "update_frequency" not in solver_defaults(
+        "svrg_sbb", big, update_frequency=7
+    )
+    assert solver_defaults("sgd", big, max_iter=3, tol=0.0)["max_iter"] == 3
+    ste, soe = get_loss("ste"), get_loss("soe")
+    assert resolve_lam("auto", "lbfgs", ste, 50) == 0.01
+    assert resolve_lam("auto", "svrg_sbb", ste, 50) == 0.0
+    assert resolve_lam("auto", "lbfgs", soe, 50) == 0.0
+    assert resolve_n_init("auto", soe, 2, None) == 3
+    assert resolve_n_init("auto", soe, 2, np.zeros((3, 2))) == 1
+    with pytest.raises(InvalidParameterError, match="n_init=2"):
+        resolve_n_init(2, ste, 2, np.zeros((3, 2)))
+    prob = OrdinalProblem([[0, 1, 2]], "ste")
+    assert lbfgs_threads(prob) == 1

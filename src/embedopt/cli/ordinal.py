@@ -53,6 +53,28 @@ DESCRIPTION = (
 def add_arguments(p) -> None:
     """Add the options of ``embedopt ordinal`` to the parser ``p``."""
     losses, solvers = _names()
+    _add_data_arguments(p)
+    add_choice_option(p, "--loss", choices=losses, default="ste", help="triplet loss")
+    add_choice_option(
+        p,
+        "--solver",
+        choices=["auto", *solvers],
+        default="auto",
+        help="optimization method ('auto': L-BFGS up to 10^5 comparisons, "
+        "SVRG-SBB above)",
+    )
+    _add_solver_arguments(p)
+    add_run_options(
+        p,
+        "epoch",
+        plot="the convergence plot and the embedding (first two principal axes)",
+    )
+    # None: the estimator's per-solver defaults (see OrdinalEmbedding)
+    p.set_defaults(tol=None, dtype=None)
+
+
+def _add_data_arguments(p) -> None:
+    """``--data`` and the options of the synthetic problem, ``--n-components``."""
     add_data_options(p, _ORDINAL_DATA, "a CSV file of i,j,k or i,j,l,k lines")
     add_int_option(p, "--n-objects", default=100, help="synthetic objects", minimum=3)
     add_int_option(p, "--dims", default=10, help="synthetic planted dimension")
@@ -66,15 +88,10 @@ def add_arguments(p) -> None:
         "otherwise)",
         metavar="P",
     )
-    add_choice_option(p, "--loss", choices=losses, default="ste", help="triplet loss")
-    add_choice_option(
-        p,
-        "--solver",
-        choices=["auto", *solvers],
-        default="auto",
-        help="optimization method ('auto': L-BFGS up to 10^5 comparisons, "
-        "SVRG-SBB above)",
-    )
+
+
+def _add_solver_arguments(p) -> None:
+    """The solver options: batch size, SBB epsilon, epoch size, step, budget."""
     add_int_option(
         p,
         "--batch-size",
@@ -115,13 +132,6 @@ def add_arguments(p) -> None:
         help="epochs, or L-BFGS iterations (default: the library's, 100 epochs "
         "or 1000 iterations)",
     )
-    add_run_options(
-        p,
-        "epoch",
-        plot="the convergence plot and the embedding (first two principal axes)",
-    )
-    # None: the estimator's per-solver defaults (see OrdinalEmbedding)
-    p.set_defaults(tol=None, dtype=None)
 
 
 def _load(args):

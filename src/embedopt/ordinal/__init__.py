@@ -1,6 +1,7 @@
 """Ordinal embedding from triplet / quadruplet comparisons (L-BFGS, SVRG-SBB)."""
 
-from .convex import GramProblem, embedding_from_gram, project_centered_psd, projected_gd
+from ..linalg import embedding_from_gram, project_centered_psd
+from .baselines import batch_gd, projected_gd, sgd, svrg
 from .estimators import OrdinalEmbedding
 from .losses import (
     LOSSES,
@@ -13,15 +14,16 @@ from .losses import (
     comparison_gradients,
     get_loss,
 )
-from .problem import OrdinalProblem
+from .problem import GramProblem, OrdinalProblem
 from .solvers import (
     SOLVERS,
-    batch_gd,
     get_solver,
     lbfgs,
+    lbfgs_threads,
+    resolve_lam,
+    resolve_n_init,
     resolve_solver,
-    sgd,
-    svrg,
+    solver_defaults,
     svrg_sbb,
     svrg_sbb_pl,
 )
@@ -44,10 +46,14 @@ __all__ = [
     "get_loss",
     "get_solver",
     "lbfgs",
+    "lbfgs_threads",
     "project_centered_psd",
     "projected_gd",
+    "resolve_lam",
+    "resolve_n_init",
     "resolve_solver",
     "sgd",
+    "solver_defaults",
     "svrg",
     "svrg_sbb",
     "svrg_sbb_pl",

@@ -13,23 +13,23 @@ from .._core import (
     DataValidationError,
     InstanceOf,
     Interval,
-    InvalidParameterError,
     Options,
     as_array,
     check_is_fitted,
-    renamed_parameters,
     to_numpy,
 )
 from ..data import as_comparisons, as_quadruplets
-from . import solvers as _solvers
+from . import baselines  # noqa: F401  (registers the baselines in SOLVERS first)
 from .losses import LOSSES, OrdinalLoss, get_loss
 from .solvers import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_EPSILON,
-    DEFAULT_INIT_SCALE,
-    DEFAULT_LBFGS_TOL,
+    RIDGE_SOLVERS,
     SOLVERS,
+    resolve_lam,
+    resolve_n_init,
     resolve_solver,
+    solver_defaults,
 )
 
 __all__ = ["OrdinalEmbedding"]
@@ -57,49 +57,27 @@ _SOLVER_PARAMS = {
     "cvx": ("update_frequency",),
     "lbfgs": (),
 }
-#: Solvers that take ``lam`` (the ridge ``lam ||X||^2`` = ``lam tr(G)``).
-_RIDGE_SOLVERS = ("cvx", "lbfgs")
-#: Losses that are negative log-likelihoods, for which ``lam="auto"`` is a
-#: standard normal prior on the coordinates (see :class:`OrdinalEmbedding`).
-_LIKELIHOOD_LOSSES = ("ste", "ckl")
-
-#: ``max_iter`` / ``tol`` when left at None: L-BFGS counts iterations (one
-#: full pass or a few each) and stops on a finer relative change than the
-#: noisy epoch-to-epoch objective of the stochastic solvers allows.
-_DEFAULT_MAX_ITER = {"lbfgs": 1000}
-#: SVRG-SBB stops at a relative change of 1e-3 between epochs: at 10^6
-#: triplets (STE, 10^4 objects) 1e-4 was never met within 100 epochs (the
-#: objective still falls 5-10 % per epoch while the held-out error is flat)
-#: and ended every default fit with a ConvergenceWarning; 1e-3 stopped after
-#: 29 epochs (17 s) at held-out error 0.050.
-_DEFAULT_TOL = {"lbfgs": DEFAULT_LBFGS_TOL, "svrg_sbb": 1e-3}
-#: SVRG-SBB samples |Q| / 4 comparisons per epoch unless told otherwise,
-#: above AUTO_LBFGS_MAX_COMPARISONS comparisons (where ``solver="auto"``
-#: picks it): the snapshot and the SBB step are refreshed four times as often
-#: per gradient pass, which reached held-out error 0.2 at 10^6 triplets in
-#: 3.1 s instead of 7.0 s with the paper's m = |Q|. On small problems the
-#: paper's m = |Q| stays: there the SBB steps of quarter epochs overshoot
-#: (Table I, STE, solver="svrg_sbb": the objective rose from 0.54 to ~5,700
-#: over 100 epochs, while with m = |Q| it falls to 0.057 in 9).
-_DEFAULT_UPDATE_FRACTION = {"svrg_sbb": 0.25}
-#: ``dtype`` when left at None: SciPy's L-BFGS-B works in float64 and its
-#: line search needs f and its gradient to that precision near the end (SOE
-#: on the Table I problem: held-out error 0.044 in float64, 0.046 in float32,
-#: 0.055 in float32 run to tol=0, over 12 seeds); the stochastic solvers
-#: keep float32, twice as fast per inner step.
-_DEFAULT_DTYPE = {"lbfgs": torch.float64}
-#: ``init_scale`` when left at None: N(0, I) for L-BFGS, the start of
-#: cblearn and of SOE's authors; on the Table I problem it reached the
-#: margins of the hinge losses sooner (GNMDS 0.08 s instead of 0.11 s, same
-#: held-out error) and SOE stopped at a better held-out error (0.046 over
-#: 20 seeds, 0.051 from N(0, 0.1^2)). The stochastic solvers keep 0.1.
-_DEFAULT_INIT_SCALE = {"lbfgs": 1.0}
 
 
 def _final(result) -> float:
     """The last recorded objective of a solver run (+inf if it has none)."""
     values = result.history.get("objective")
     return float(values[-1]) if values is not None and len(values) else float("inf")
+
+
+def _best_of(solve, n_init: int, args: tuple, kwargs: dict):
+    """The run with the lowest final objective of ``n_init`` calls ``solve(*args,
+    **kwargs)``.
+
+    Every start draws its own initial embedding from the one resolved random
+    state in ``kwargs``, so the restarts are reproducible.
+    """
+    result = None
+    for _ in range(n_init):
+        run = solve(*args, **kwargs)
+        if result is None or _final(run) < _final(result):
+            result = run
+    return result
 
 
 class OrdinalEmbedding(BaseEstimator):
@@ -111,9 +89,9 @@ class OrdinalEmbedding(BaseEstimator):
     losses of :mod:`embedopt.ordinal.losses`: by default with full-batch
     L-BFGS up to 10^5 comparisons and SVRG-SBB (Ma et al., Algorithm 1)
     above, or with the solver named. Parameters left at None take the
-    chosen solver's defaults (documented below with the measurements that
-    chose them; the comparison with cblearn's defaults is
-    ``benchmarks/ordinal/defaults.py``).
+    chosen solver's defaults (:func:`~embedopt.ordinal.solvers.solver_defaults`;
+    the runs that chose every default are in ``benchmarks/ordinal/README.md``,
+    and ``benchmarks/ordinal/defaults.py`` compares them with cblearn's).
 
     Parameters
     ----------
@@ -127,12 +105,10 @@ class OrdinalEmbedding(BaseEstimator):
         per step). ``"auto"`` runs ``"lbfgs"`` up to
         :data:`~embedopt.ordinal.solvers.AUTO_LBFGS_MAX_COMPARISONS`
         (10^5) comparisons and ``"svrg_sbb"`` above; ``solver_`` says which
-        ran. Below that size a full pass is cheap (0.3 ms for the 10^4
-        triplets of Ma et al.'s Table I) and every inner step of the
-        stochastic solvers costs about 100 us of Python: L-BFGS fitted Table
-        I in 0.03-0.1 s, 1.5-15x faster than cblearn, while SVRG-SBB's
-        default run took 1-2 s. At 10^6 triplets SVRG-SBB reached held-out
-        error 0.2 in 3 s, L-BFGS in 7 s.
+        ran. Below that size a full pass is cheap while every inner step of
+        the stochastic solvers costs about 100 us of Python
+        (:func:`~embedopt.ordinal.resolve_solver`;
+        ``benchmarks/ordinal/scale.py`` re-measures the crossing).
     epsilon : float
         SBB epsilon (eq. (17)); 0 gives SVRG-SBB_0.
     relative_epsilon : bool
@@ -145,8 +121,8 @@ class OrdinalEmbedding(BaseEstimator):
         a warning).
     update_frequency : int, optional
         m, comparisons sampled per epoch (default: |Q| / 4 for SVRG-SBB above
-        ``AUTO_LBFGS_MAX_COMPARISONS`` comparisons, measured faster at 10^6
-        triplets; all, as in the paper, otherwise); it also sets the budget
+        ``AUTO_LBFGS_MAX_COMPARISONS`` comparisons, faster there to a given
+        held-out error; all, as in the paper, otherwise); it also sets the budget
         of an epoch (``|Q| + 2m`` gradient calls) for every stochastic
         solver.
     learning_rate : float or "auto"
@@ -160,10 +136,9 @@ class OrdinalEmbedding(BaseEstimator):
         Relative objective change between epochs that stops the solver
         (default 1e-3 for SVRG-SBB, 1e-4 for the other stochastic solvers).
         L-BFGS stops when an iteration changes the objective by ``tol``
-        times its value after the first iteration (default 1e-5; see
-        :func:`~embedopt.ordinal.lbfgs`): on Table I, 1e-4 stopped SOE
-        early (held-out error 0.064) and 1e-6 late (0.055, the last
-        iterations over-fit its margins), 1e-5 gave 0.046.
+        times its value after the first iteration (default 1e-5, the best
+        held-out error of SOE on Table I among 1e-4, 1e-5 and 1e-6; see
+        :func:`~embedopt.ordinal.lbfgs`).
     output : {"last", "random"}
         SVRG solvers: last snapshot or a uniformly drawn inner iterate.
     module_epochs : int
@@ -179,13 +154,10 @@ class OrdinalEmbedding(BaseEstimator):
         summed negative log-likelihood -- and 0 for the others and for the
         stochastic solvers, which have no ridge term (``solver="auto"`` picks
         them above 10^5 comparisons, where ``1 / (2 |Q|)`` is below 5e-6).
-        Measured with L-BFGS, held-out error without /
-        with the prior, medians over seeds: STE music 0.193 / 0.172 (cblearn
-        0.182), Table I 0.053 / 0.044, eurodist 0.050 / 0.049, clusters 0.072
-        / 0.072; CKL Table I 0.178 / 0.176, eurodist 0.073 / 0.066, clusters
-        0.085 / 0.082, music 0.166 / 0.166. For t-STE and SOE it raised the
-        Table I error (0.069 -> 0.083, 0.044 -> 0.056), for GNMDS the eurodist
-        one (0.048 -> 0.050): they keep 0.
+        The prior lowered or kept the held-out error of STE and CKL on every
+        benchmark set (STE on the music triplets: 0.193 -> 0.172) and raised
+        it for t-STE, SOE and GNMDS, which keep 0
+        (:func:`~embedopt.ordinal.resolve_lam`).
     mu : float, optional
         CKL's mu (default 0.1).
     alpha : float, optional
@@ -198,12 +170,11 @@ class OrdinalEmbedding(BaseEstimator):
     n_init : int or "auto"
         Random starts; the fit with the lowest final objective is kept.
         ``"auto"``: 3 for SOE in at most 2 dimensions, else 1 (always 1 when
-        ``fit`` gets an ``init``). SOE's hinge has poor local minima in the
-        plane (cblearn restarts it 10 times by default in every dimension):
-        on eurodist (p = 2, 30 seeds) 3 starts took the held-out error from
-        0.052 to 0.049 (median; mean 0.071 -> 0.049), while on the Table I,
-        music and clusters sets (p = 10, 9, 3) they changed nothing or made
-        it worse, and for GNMDS and t-STE they left the medians unchanged.
+        ``fit`` gets an ``init``; :func:`~embedopt.ordinal.resolve_n_init`).
+        SOE's hinge has poor local minima in the plane (cblearn restarts it
+        10 times by default in every dimension): on eurodist 3 starts took
+        the median held-out error from 0.052 to 0.049, while in more
+        dimensions and for the other losses they did not help.
     random_state : None, int or numpy Generator
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}, optional
@@ -269,7 +240,6 @@ class OrdinalEmbedding(BaseEstimator):
         "dtype": ["dtype", None],
     }
 
-    @renamed_parameters(decay="learning_rate_decay")
     def __init__(
         self,
         n_components=2,
@@ -328,11 +298,8 @@ class OrdinalEmbedding(BaseEstimator):
         self
         """
         ctx = self._start_fit()
-        owner = type(self).__name__
-        comps = as_comparisons(X, y, n_objects=n_objects, owner=owner)
+        comps = as_comparisons(X, y, n_objects=n_objects, owner=type(self).__name__)
         solver = resolve_solver(self.solver, len(comps))
-        dtype = ctx.dtype if self.dtype is not None else None
-        dtype = dtype or _DEFAULT_DTYPE.get(solver, torch.float32)
         loss = get_loss(
             self.loss,
             self.n_components,
@@ -340,74 +307,48 @@ class OrdinalEmbedding(BaseEstimator):
             alpha=self.alpha,
             margin=self.margin,
         )
-        max_iter = self.max_iter or _DEFAULT_MAX_ITER.get(solver, 100)
-        tol = _DEFAULT_TOL.get(solver, 1e-4) if self.tol is None else self.tol
-        kwargs = dict(
-            loss=loss,
-            max_iter=max_iter,
-            tol=tol,
-            init=init,
-            init_scale=self.init_scale
-            or _DEFAULT_INIT_SCALE.get(solver, DEFAULT_INIT_SCALE),
-            validation=validation,
-            **ctx.run_options(self, dtype=dtype),
-        )
-        if solver != "lbfgs":
-            kwargs["learning_rate"] = self.learning_rate
-        kwargs.update(self._param_values(_SOLVER_PARAMS[solver]))
-        lam = self._lam(solver, loss, len(comps))
-        if solver in _RIDGE_SOLVERS:
+        kwargs = self._solver_options(solver, ctx, len(comps))
+        lam = resolve_lam(self.lam, solver, loss, len(comps))
+        if solver in RIDGE_SOLVERS:
             kwargs["lam"] = lam
-        if (
-            self.update_frequency is None
-            and solver in _DEFAULT_UPDATE_FRACTION
-            # read at call time, as resolve_solver does
-            and len(comps) > _solvers.AUTO_LBFGS_MAX_COMPARISONS
-        ):
-            fraction = _DEFAULT_UPDATE_FRACTION[solver]
-            kwargs["update_frequency"] = max(1, int(fraction * len(comps)))
-        result = None
-        for _ in range(self._n_init(loss, init)):
-            # every start draws its own initial embedding from the one
-            # resolved random state, so the restarts are reproducible
-            run = SOLVERS.get(solver)(comps, self.n_components, **kwargs)
-            if result is None or _final(run) < _final(result):
-                result = run
+        n_init = resolve_n_init(self.n_init, loss, self.n_components, init)
+        result = _best_of(
+            SOLVERS.get(solver),
+            n_init,
+            (comps, self.n_components),
+            dict(init=init, loss=loss, validation=validation, **kwargs),
+        )
         self.loss_ = loss
         self.embedding_tensor_ = result.x
         self.embedding_ = to_numpy(result.x).astype(np.float64)
         self.n_objects_ = comps.n_objects
-        self._store_result(result)
-        self.solver_ = solver
         self.lam_ = lam
+        self._store_result(result, solver=solver)
         return self
 
-    def _n_init(self, loss, init) -> int:
-        """Random starts of this fit (``n_init`` resolved; see the class doc)."""
-        if self.n_init != "auto":
-            if self.n_init > 1 and init is not None:
-                raise InvalidParameterError(
-                    f"n_init={self.n_init!r} asks for random starts, but fit got an "
-                    "init: pass n_init=1 (or 'auto') with an initial embedding."
-                )
-            return int(self.n_init)
-        if init is None and loss.name == "soe" and self.n_components <= 2:
-            return 3
-        return 1
+    def _solver_options(self, solver: str, ctx, n_comparisons: int) -> dict:
+        """The keywords of this estimator's parameters for ``solver``.
 
-    def _lam(self, solver: str, loss, n_comparisons: int) -> float:
-        """The ridge weight of this fit (``lam`` resolved; see the class doc)."""
-        if self.lam != "auto":
-            if self.lam and solver not in _RIDGE_SOLVERS:
-                raise InvalidParameterError(
-                    f"lam={self.lam!r} needs solver='lbfgs' or 'cvx'; the "
-                    f"{solver!r} solver has no ridge term. Pass one of those "
-                    "solvers, or lam='auto'."
-                )
-            return float(self.lam)
-        if solver in _RIDGE_SOLVERS and loss.name in _LIKELIHOOD_LOSSES:
-            return 1.0 / (2.0 * n_comparisons)
-        return 0.0
+        The run options with the solver's defaults for those left at None
+        (:func:`~embedopt.ordinal.solvers.solver_defaults`), the solver's own
+        parameters (``_SOLVER_PARAMS``); ``fit`` adds the data, the start,
+        the loss and, for the solvers with a ridge term, ``lam``.
+        """
+        defaults = solver_defaults(
+            solver,
+            n_comparisons,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            init_scale=self.init_scale,
+            dtype=ctx.dtype if self.dtype is not None else None,
+            update_frequency=self.update_frequency,
+        )
+        kwargs = {**ctx.run_options(self, dtype=defaults.pop("dtype")), **defaults}
+        if solver != "lbfgs":
+            kwargs["learning_rate"] = self.learning_rate
+        own = self._param_values(_SOLVER_PARAMS[solver])
+        kwargs.update({k: v for k, v in own.items() if k not in defaults})
+        return kwargs
 
     def fit_transform(self, X, y=None, **fit_params) -> np.ndarray:
         """Fit, then return ``embedding_``.

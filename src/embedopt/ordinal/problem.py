@@ -4,6 +4,16 @@
 ``X`` (n_objects x p, one row per object). :class:`OrdinalProblem`
 implements :class:`~embedopt.optim.FiniteSum`, so the generic SVRG / SGD /
 gradient-descent loops of :mod:`embedopt.optim` solve it.
+
+:class:`GramProblem` is the same objective as a function of the Gram matrix
+``G = X X^T`` (centered, ``G 1 = 0``): the squared distances are linear in G,
+``d_ij = g_ii - 2 g_ij + g_jj`` (eq. (41)), so every loss that is convex in
+the distances (GNMDS, STE, CKL... but not t-STE) gives a convex problem over
+the PSD cone (eq. (8), (45), (50)), the one the convex baseline
+:func:`~embedopt.ordinal.projected_gd` solves.
+
+:func:`setup` is the preparation every solver shares (data, loss, start,
+held-out tracking).
 """
 
 from __future__ import annotations
@@ -24,9 +34,9 @@ from .._core import (
 )
 from ..data import Comparisons, as_comparisons
 from ..linalg import csr_tensor
-from .losses import get_loss
+from .losses import OrdinalLoss, get_loss
 
-__all__ = ["OrdinalProblem", "setup"]
+__all__ = ["GramProblem", "OrdinalProblem", "setup"]
 
 _CHUNK = 1 << 19  # comparisons per chunk of a full pass (bounds the memory)
 
@@ -274,6 +284,72 @@ class OrdinalProblem:
         return wrong / Q.shape[0]
 
 
+class GramProblem:
+    """The loss of eq. (7) as a function of the Gram matrix G (n x n).
+
+    Parameters
+    ----------
+    problem : OrdinalProblem
+        Comparisons and loss.
+    lam : float
+        Weight of the trace regularizer ``lam tr(G)`` (GNMDS, eq. (45) in its
+        usual regularized form; 0 for none).
+
+    Attributes
+    ----------
+    n_samples : int
+    """
+
+    def __init__(self, problem: OrdinalProblem, lam: float = 0.0):
+        self.problem = problem
+        self.loss: OrdinalLoss = problem.loss
+        self.lam = float(lam)
+        self.n_samples = problem.n_samples
+
+    def value_and_grad(self, G: torch.Tensor) -> tuple[float, torch.Tensor]:
+        """Objective and gradient in G, O(|Q|) plus O(n) for the trace term.
+
+        The gradient of ``d_ij`` is ``E_ii + E_jj - E_ij - E_ji`` (the
+        ``W_q`` of eq. (44)), so a comparison adds its partials ``a`` and
+        ``c`` at eight entries.
+
+        Parameters
+        ----------
+        G : torch.Tensor, shape (n, n)
+            The Gram matrix ``X X^T`` of an embedding X.
+
+        Returns
+        -------
+        value : float
+        grad : torch.Tensor, shape (n, n)
+        """
+        n = G.shape[0]
+        flat = G.reshape(-1)
+        diag = torch.diagonal(G)
+        grad = torch.zeros_like(flat)
+        total = torch.zeros((), dtype=torch.float64, device=G.device)
+        Q = self.problem.quadruplets
+        for s in range(0, Q.shape[0], _CHUNK):
+            i, j, l, k = Q[s : s + _CHUNK].unbind(1)
+            d_near = diag[i] + diag[j] - 2 * flat[i * n + j]
+            d_far = diag[l] + diag[k] - 2 * flat[l * n + k]
+            total += self.loss.value(d_near, d_far).sum(dtype=torch.float64)
+            a, c = self.loss.partials(d_near, d_far)
+            pos = torch.cat(
+                (i * n + i, j * n + j, i * n + j, j * n + i,
+                 l * n + l, k * n + k, l * n + k, k * n + l)
+            )  # fmt: skip
+            val = torch.cat((a, a, -a, -a, c, c, -c, -c))
+            grad.index_add_(0, pos, val)
+        m = Q.shape[0]
+        grad = grad.div_(m).view(n, n)
+        value = float(total) / m
+        if self.lam:
+            grad.diagonal().add_(self.lam)
+            value += self.lam * float(diag.double().sum())
+        return value, grad
+
+
 #: Copies of the n x p embedding a solver holds at once (iterate, snapshot,
 #: gradients, previous iterate and gradient of the step rule, a work copy).
 _EMBEDDING_COPIES = 6
@@ -375,15 +451,7 @@ def setup(
     ``factored=False`` (the convex Gram-matrix solver) admits an init whose
     rows are all equal: G = 0 is no stationary point of the convex problem.
     """
-    if (
-        isinstance(n_components, bool)
-        or not isinstance(n_components, (int, np.integer))
-        or n_components < 1
-    ):
-        raise InvalidParameterError(
-            f"The 'n_components' parameter of {owner} must be an int in [1, inf). Got "
-            f"{n_components!r}."
-        )
+    _check_n_components(n_components, owner)
     comps = as_comparisons(comparisons, n_objects=n_objects, owner=owner)
     check_embedding_size(owner, comps.n_objects, int(n_components), device, dtype)
     problem = OrdinalProblem(
@@ -393,55 +461,80 @@ def setup(
         dtype=dtype,
     )
     rs = resolve_random_state(random_state, owner)
-    n, p = problem.n_objects, int(n_components)
+    shape = (problem.n_objects, int(n_components))
     if init is None:
         x0 = torch.randn(
-            (n, p),
+            shape,
             generator=rs.torch(problem.device),
             device=problem.device,
             dtype=problem.dtype,
         ).mul_(init_scale)
     else:
-        a = as_array(init, "init")
-        if a.dtype.kind not in "iuf":
-            raise DataValidationError(
-                f"init must be a real (n_objects, n_components) array; got dtype "
-                f"{a.dtype}."
-            )
-        x0 = torch.as_tensor(a, dtype=problem.dtype).to(problem.device)
-        if x0.shape != (n, p):
-            raise DataValidationError(
-                f"init must have shape (n_objects, n_components) = ({n}, {p}); got "
-                f"{tuple(x0.shape)}."
-            )
-        if not torch.isfinite(x0).all():
-            raise DataValidationError("init contains NaN or infinite values.")
-        if factored and n > 1 and bool((x0 == x0[:1]).all()):
-            # every difference x_i - x_j is 0, so is every gradient row
-            raise DataValidationError(
-                f"init has all {n} rows equal (all zeros?): every distance is 0 "
-                "there and the gradient of any ordinal loss vanishes (a saddle "
-                "point), so the solver cannot move. Pass init=None for a random "
-                "start, or add small noise, e.g. init + 1e-3 * "
-                "np.random.default_rng(0).standard_normal(init.shape)."
-            )
-    evaluate = None
-    if validation is not None:
-        val = (
-            validation
-            if isinstance(validation, Comparisons)
-            else as_comparisons(validation, n_objects=n)
+        x0 = _given_start(init, shape, problem, factored)
+    return _Setup(problem, x0, rs, _validation_tracker(problem, validation))
+
+
+def _check_n_components(n_components, owner: str) -> None:
+    """Refuse an ``n_components`` that is not an int >= 1 (bools included)."""
+    if (
+        isinstance(n_components, bool)
+        or not isinstance(n_components, (int, np.integer))
+        or n_components < 1
+    ):
+        raise InvalidParameterError(
+            f"The 'n_components' parameter of {owner} must be an int in [1, inf). Got "
+            f"{n_components!r}."
         )
-        if len(val) == 0:
-            raise DataValidationError("The validation comparisons are empty.")
-        if val.n_objects > n:
-            raise DataValidationError(
-                f"The validation comparisons index {val.n_objects} objects, the "
-                f"training ones {n}."
-            )
-        Qv = torch.as_tensor(val.as_quadruplets(), device=problem.device)
 
-        def evaluate(X):
-            return {"val_error": problem.error(X, Qv)}
 
-    return _Setup(problem, x0, rs, evaluate)
+def _given_start(init, shape: tuple, problem: OrdinalProblem, factored: bool):
+    """``init`` checked (real, the embedding's shape, finite) on the device."""
+    n, p = shape
+    a = as_array(init, "init")
+    if a.dtype.kind not in "iuf":
+        raise DataValidationError(
+            f"init must be a real (n_objects, n_components) array; got dtype {a.dtype}."
+        )
+    x0 = torch.as_tensor(a, dtype=problem.dtype).to(problem.device)
+    if x0.shape != (n, p):
+        raise DataValidationError(
+            f"init must have shape (n_objects, n_components) = ({n}, {p}); got "
+            f"{tuple(x0.shape)}."
+        )
+    if not torch.isfinite(x0).all():
+        raise DataValidationError("init contains NaN or infinite values.")
+    if factored and n > 1 and bool((x0 == x0[:1]).all()):
+        # every difference x_i - x_j is 0, so is every gradient row
+        raise DataValidationError(
+            f"init has all {n} rows equal (all zeros?): every distance is 0 "
+            "there and the gradient of any ordinal loss vanishes (a saddle "
+            "point), so the solver cannot move. Pass init=None for a random "
+            "start, or add small noise, e.g. init + 1e-3 * "
+            "np.random.default_rng(0).standard_normal(init.shape)."
+        )
+    return x0
+
+
+def _validation_tracker(problem: OrdinalProblem, validation):
+    """``X -> {"val_error": ...}`` on the held-out comparisons (None without)."""
+    if validation is None:
+        return None
+    n = problem.n_objects
+    val = (
+        validation
+        if isinstance(validation, Comparisons)
+        else as_comparisons(validation, n_objects=n)
+    )
+    if len(val) == 0:
+        raise DataValidationError("The validation comparisons are empty.")
+    if val.n_objects > n:
+        raise DataValidationError(
+            f"The validation comparisons index {val.n_objects} objects, the "
+            f"training ones {n}."
+        )
+    Qv = torch.as_tensor(val.as_quadruplets(), device=problem.device)
+
+    def evaluate(X):
+        return {"val_error": problem.error(X, Qv)}
+
+    return evaluate

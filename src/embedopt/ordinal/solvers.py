@@ -1,4 +1,4 @@
-"""Solvers of non-convex ordinal embedding: SVRG-SBB and its baselines.
+"""The paper's solvers of non-convex ordinal embedding, what "auto" picks, the policy.
 
 All solve ``min_X (1/|Q|) sum_q ell_q(X)`` over the embedding X (eq. (5))
 and share one budget unit (Ma et al., Sec. 5.1): an *epoch* costs
@@ -10,21 +10,25 @@ with update frequency m costs (``3 |Q|`` for the paper's ``m = |Q|``).
                    ``epsilon = 0`` is SVRG-SBB_0
 ``svrg_sbb_pl``    Algorithm 2: modules of Algorithm 1 restarted from their
                    random iterate (linear rate under the PL inequality)
-``svrg``           SVRG with a fixed step (Johnson & Zhang)
-``sgd``            mini-batch SGD with a decaying step, ``|Q| + 2m``
-                   comparisons per epoch
-``batch_gd``       gradient descent with a fixed step, ``(|Q| + 2m) / |Q|``
-                   steps per epoch
 ``lbfgs``          full-batch L-BFGS (SciPy's L-BFGS-B on the torch
-                   objective), the fastest on small problems
+                   objective), what ``solver="auto"`` runs on small problems
 =================  ======================================================
 
-``solver="auto"`` of the estimator (:func:`resolve_solver`) picks ``lbfgs``
-up to :data:`AUTO_LBFGS_MAX_COMPARISONS` comparisons and ``svrg_sbb`` above.
-
-The convex Gram-matrix baseline is :func:`~embedopt.ordinal.projected_gd`.
+The paper's comparison methods (SVRG with a fixed step, SGD, batch gradient
+descent, the convex Gram-matrix baseline) are in
+:mod:`embedopt.ordinal.baselines`; :data:`SOLVERS` names them all. Every
+solver has one call shape: ``(comparisons, n_components, *, init, max_iter,
+tol, random_state, device, dtype, verbose, callback, <its own options>)``.
 Every inner step of the stochastic solvers costs O(b p), independent of the
 number of objects (lazy full-gradient term, see :mod:`embedopt.optim.svrg`).
+
+The policy of :class:`~embedopt.ordinal.OrdinalEmbedding` lives here too, in
+named functions: :func:`resolve_solver` (``solver="auto"``),
+:func:`resolve_lam` (``lam="auto"``), :func:`resolve_n_init`
+(``n_init="auto"``), :func:`solver_defaults` (the parameters left at None)
+and :func:`lbfgs_threads` (the thread limit of small L-BFGS fits). Why each
+default is what it is, with the runs that chose it: ``benchmarks/ordinal/
+README.md``.
 """
 
 from __future__ import annotations
@@ -36,35 +40,27 @@ from .._core import (
     InvalidParameterError,
     Registry,
     few_threads,
-    renamed_parameters,
     validate_params,
 )
-from ..optim import (
-    GD_CONSTRAINTS,
-    LBFGS_CONSTRAINTS,
-    SGD_CONSTRAINTS,
-    SVRG_CONSTRAINTS,
-    SolverResult,
-    gradient_descent,
-)
+from ..optim import LBFGS_CONSTRAINTS, SVRG_CONSTRAINTS, SolverResult
 from ..optim import lbfgs as _lbfgs
-from ..optim import sgd as _sgd
 from ..optim import svrg as _svrg
-from .convex import projected_gd
-from .problem import batch_steps_per_epoch, epoch_samples, setup, setup_options
+from .problem import setup, setup_options
 
 __all__ = [
     "AUTO_LBFGS_MAX_COMPARISONS",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_EPSILON",
     "DEFAULT_INIT_SCALE",
+    "DEFAULT_LBFGS_TOL",
     "SOLVERS",
-    "batch_gd",
     "get_solver",
     "lbfgs",
+    "lbfgs_threads",
+    "resolve_lam",
+    "resolve_n_init",
     "resolve_solver",
-    "sgd",
-    "svrg",
+    "solver_defaults",
     "svrg_sbb",
     "svrg_sbb_pl",
 ]
@@ -78,15 +74,44 @@ DEFAULT_EPSILON = 0.03
 DEFAULT_BATCH_SIZE = 100
 #: Standard deviation of the random initial embedding.
 DEFAULT_INIT_SCALE = 0.1
-
-
+#: Default tolerance of :func:`lbfgs`: change per iteration relative to the
+#: first objective (see its ``tol``; ``benchmarks/ordinal/README.md`` has the
+#: runs that chose it).
+DEFAULT_LBFGS_TOL = 1e-5
 #: ``solver="auto"`` runs full-batch L-BFGS up to this many comparisons and
-#: SVRG-SBB above. Measured (STE, planted 10-d points, 1 thread): at 10^5
-#: triplets of 10^3 objects L-BFGS converged in 1.2 s (held-out error 0.052)
-#: while SVRG-SBB ran its 100 default epochs in 13 s, both reaching 0.1
-#: after 0.5 s; at 10^6 triplets of 10^4 objects SVRG-SBB (m = |Q| / 4)
-#: reached 0.2 in 2.9 s and L-BFGS in 6.9 s (a float64 full pass: 0.27 s).
+#: SVRG-SBB above: at 10^6 triplets SVRG-SBB (m = |Q| / 4) reached held-out
+#: error 0.2 in less than half L-BFGS's time (``benchmarks/ordinal/scale.py``
+#: re-measures it; the figures are in ``benchmarks/ordinal/README.md``).
 AUTO_LBFGS_MAX_COMPARISONS = 100_000
+
+
+# -- policy: the estimator's "auto" rules and per-solver defaults --------------------
+#: Solvers that take ``lam`` (the ridge ``lam ||X||^2`` = ``lam tr(G)``).
+RIDGE_SOLVERS = ("cvx", "lbfgs")
+#: Losses that are negative log-likelihoods, for which ``lam="auto"`` is a
+#: standard normal prior on the coordinates.
+LIKELIHOOD_LOSSES = ("ste", "ckl")
+#: ``max_iter`` left at None: L-BFGS counts iterations (one full pass or a few
+#: each), the others epochs.
+_DEFAULT_MAX_ITER = {"lbfgs": 1000}
+#: ``tol`` left at None: L-BFGS stops on a finer relative change than the
+#: noisy epoch-to-epoch objective of the stochastic solvers allows; SVRG-SBB
+#: on 1e-3, which large problems meet within the default epochs (1e-4 was
+#: never met in 100 epochs at 10^6 triplets).
+_DEFAULT_TOL = {"lbfgs": DEFAULT_LBFGS_TOL, "svrg_sbb": 1e-3}
+#: SVRG-SBB samples this fraction of |Q| per epoch unless told otherwise, above
+#: AUTO_LBFGS_MAX_COMPARISONS comparisons (where ``solver="auto"`` picks it):
+#: the snapshot and the SBB step are refreshed four times as often per
+#: gradient pass. On small problems the paper's m = |Q| stays: there the SBB
+#: steps of quarter epochs overshoot.
+_DEFAULT_UPDATE_FRACTION = {"svrg_sbb": 0.25}
+#: ``dtype`` left at None: SciPy's L-BFGS-B works in float64 and its line
+#: search needs f and its gradient to that precision near the end; the
+#: stochastic solvers keep float32, twice as fast per inner step.
+_DEFAULT_DTYPE = {"lbfgs": torch.float64}
+#: ``init_scale`` left at None: N(0, I) for L-BFGS, the start of cblearn and
+#: of SOE's authors; the stochastic solvers keep DEFAULT_INIT_SCALE.
+_DEFAULT_INIT_SCALE = {"lbfgs": 1.0}
 
 
 def resolve_solver(name: str, n_comparisons: int) -> str:
@@ -110,6 +135,146 @@ def resolve_solver(name: str, n_comparisons: int) -> str:
     return "lbfgs" if n_comparisons <= AUTO_LBFGS_MAX_COMPARISONS else "svrg_sbb"
 
 
+def resolve_lam(lam, solver: str, loss, n_comparisons: int) -> float:
+    """The ridge weight of a fit: ``lam`` with ``"auto"`` resolved.
+
+    ``"auto"`` is ``1 / (2 |Q|)`` for the likelihood losses (STE, CKL) under
+    a solver with a ridge term (:data:`RIDGE_SOLVERS`): the MAP estimate
+    under a standard normal prior on every coordinate. It is 0 for the other
+    losses and solvers.
+
+    Parameters
+    ----------
+    lam : float or "auto"
+    solver : str
+        The resolved solver name.
+    loss : OrdinalLoss
+    n_comparisons : int
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    InvalidParameterError
+        A nonzero ``lam`` for a solver without a ridge term.
+    """
+    if lam != "auto":
+        if lam and solver not in RIDGE_SOLVERS:
+            raise InvalidParameterError(
+                f"lam={lam!r} needs solver='lbfgs' or 'cvx'; the "
+                f"{solver!r} solver has no ridge term. Pass one of those "
+                "solvers, or lam='auto'."
+            )
+        return float(lam)
+    if solver in RIDGE_SOLVERS and loss.name in LIKELIHOOD_LOSSES:
+        return 1.0 / (2.0 * n_comparisons)
+    return 0.0
+
+
+def resolve_n_init(n_init, loss, n_components: int, init) -> int:
+    """The random starts of a fit: ``n_init`` with ``"auto"`` resolved.
+
+    ``"auto"`` is 3 for SOE in at most 2 dimensions, whose hinge has poor
+    local minima in the plane, and 1 otherwise (always 1 with an ``init``).
+
+    Parameters
+    ----------
+    n_init : int or "auto"
+    loss : OrdinalLoss
+    n_components : int
+    init : array-like or None
+        The start given to ``fit``.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    InvalidParameterError
+        Several starts asked for together with an ``init``.
+    """
+    if n_init != "auto":
+        if n_init > 1 and init is not None:
+            raise InvalidParameterError(
+                f"n_init={n_init!r} asks for random starts, but fit got an "
+                "init: pass n_init=1 (or 'auto') with an initial embedding."
+            )
+        return int(n_init)
+    if init is None and loss.name == "soe" and n_components <= 2:
+        return 3
+    return 1
+
+
+def solver_defaults(
+    solver: str,
+    n_comparisons: int,
+    *,
+    max_iter=None,
+    tol=None,
+    init_scale=None,
+    dtype=None,
+    update_frequency=None,
+) -> dict:
+    """The run options of ``solver`` with the ones left at None filled in.
+
+    Parameters
+    ----------
+    solver : str
+        The resolved solver name.
+    n_comparisons : int
+    max_iter, tol, init_scale, dtype, update_frequency
+        The values given (None: the solver's default).
+
+    Returns
+    -------
+    dict
+        ``max_iter``, ``tol``, ``init_scale``, ``dtype`` and, where the
+        default differs from the solver's own (SVRG-SBB above
+        :data:`AUTO_LBFGS_MAX_COMPARISONS` comparisons: ``|Q| / 4``),
+        ``update_frequency``.
+    """
+    out = {
+        "max_iter": max_iter or _DEFAULT_MAX_ITER.get(solver, 100),
+        "tol": _DEFAULT_TOL.get(solver, 1e-4) if tol is None else tol,
+        "init_scale": init_scale or _DEFAULT_INIT_SCALE.get(solver, DEFAULT_INIT_SCALE),
+        "dtype": dtype or _DEFAULT_DTYPE.get(solver, torch.float32),
+    }
+    if (
+        update_frequency is None
+        and solver in _DEFAULT_UPDATE_FRACTION
+        and n_comparisons > AUTO_LBFGS_MAX_COMPARISONS
+    ):
+        fraction = _DEFAULT_UPDATE_FRACTION[solver]
+        out["update_frequency"] = max(1, int(fraction * n_comparisons))
+    return out
+
+
+def lbfgs_threads(problem) -> int | None:
+    """Threads of an L-BFGS run: 1 on a CPU up to AUTO_LBFGS_MAX_COMPARISONS.
+
+    A full pass over that few comparisons is too short for two threads to
+    pay off, and on a busy machine they contend (a fit of 10^4 triplets took
+    seconds with two threads each, hundredths with one).
+
+    Parameters
+    ----------
+    problem : OrdinalProblem
+
+    Returns
+    -------
+    int or None
+        The torch and BLAS thread limit, None for no limit.
+    """
+    small = (
+        problem.device.type == "cpu" and problem.n_samples <= AUTO_LBFGS_MAX_COMPARISONS
+    )
+    return 1 if small else None
+
+
+# -- shared pieces of the stochastic solvers (also used by the baselines) --------------
 #: Constraints of the ordinal-level options of sgd / batch_gd.
 _SGD_OWN = {
     "learning_rate_decay": [Interval(float, 0, None)],
@@ -163,31 +328,32 @@ def _run_svrg(comparisons, n_components, name, data, run, *, step_size, epsilon=
     )
 
 
+# -- the paper's solvers and L-BFGS ---------------------------------------------------
 def svrg_sbb(
     comparisons,
     n_components: int = 2,
     *,
+    init=None,
+    max_iter: int = 100,
+    tol: float = 1e-4,
+    random_state=None,
+    device="auto",
+    dtype="float32",
+    verbose: int = 0,
+    callback=None,
     loss="ste",
     epsilon: float = DEFAULT_EPSILON,
     relative_epsilon: bool = True,
     batch_size: int = DEFAULT_BATCH_SIZE,
     update_frequency: int | None = None,
     learning_rate="auto",
-    max_iter: int = 100,
-    tol: float = 1e-4,
     output: str = "last",
     module_epochs: int | None = None,
     step_size: str = "sbb",
     lazy: bool = True,
-    init=None,
     init_scale: float = DEFAULT_INIT_SCALE,
     n_objects: int | None = None,
     validation=None,
-    random_state=None,
-    device="auto",
-    dtype="float32",
-    verbose: int = 0,
-    callback=None,
 ) -> SolverResult:
     """Ordinal embedding by SVRG with stabilized Barzilai-Borwein steps (Algorithm 1).
 
@@ -198,6 +364,19 @@ def svrg_sbb(
         first pair is the closer one.
     n_components : int
         p, the embedding dimension.
+    init : array-like, shape (n_objects, n_components), optional
+        Initial embedding; default i.i.d. ``N(0, init_scale^2)``. All rows
+        equal (all zeros) is refused: a saddle point of every ordinal loss.
+    max_iter : int
+        Epochs S.
+    tol : float
+        Relative change of the objective between epochs that stops the run.
+    random_state : None, int or numpy Generator
+    device : {"auto", "cpu", "cuda"} or torch.device
+    dtype : {"float32", "float64"}
+    verbose : int
+    callback : callable, optional
+        ``callback(state) -> bool`` once per epoch; True stops.
     loss : {"ste", "tste", "gnmds", "ckl", "soe"} or OrdinalLoss
         See :mod:`embedopt.ordinal.losses`.
     epsilon : float
@@ -224,10 +403,6 @@ def svrg_sbb(
         Step of the first epoch (Algorithm 1's eta_0 times m); ``"auto"``
         measures the curvature along the first gradient (one extra gradient
         pass, counted in the budget).
-    max_iter : int
-        Epochs S.
-    tol : float
-        Relative change of the objective between epochs that stops the run.
     output : {"last", "random"}
         The last snapshot, or Algorithm 1's uniformly drawn inner iterate.
     module_epochs : int, optional
@@ -236,24 +411,15 @@ def svrg_sbb(
     step_size : {"sbb", "bb", "constant"}
         Step rule of the epochs: stabilized Barzilai-Borwein (Algorithm 1),
         plain Barzilai-Borwein, or the fixed ``learning_rate`` of the SVRG
-        baseline (:func:`svrg`).
+        baseline (:func:`~embedopt.ordinal.svrg`).
     lazy : bool
         O(b p) inner steps; False runs the dense O(n p) update (for testing).
-    init : array-like, shape (n_objects, n_components), optional
-        Initial embedding; default i.i.d. ``N(0, init_scale^2)``. All rows
-        equal (all zeros) is refused: a saddle point of every ordinal loss.
     init_scale : float
     n_objects : int, optional
         Number of objects (default: max index + 1).
     validation : Comparisons or array-like, optional
         Held-out comparisons; their triplet error is recorded each epoch in
         ``history["val_error"]`` (off the clock).
-    random_state : None, int or numpy Generator
-    device : {"auto", "cpu", "cuda"} or torch.device
-    dtype : {"float32", "float64"}
-    verbose : int
-    callback : callable, optional
-        ``callback(state) -> bool`` once per epoch; True stops.
 
     Returns
     -------
@@ -314,7 +480,8 @@ def svrg_sbb_pl(
     output : {"last", "random"}
         "random": the current module's drawn iterate when the run stops.
     **kwargs
-        Every other parameter of :func:`svrg_sbb`.
+        Every other parameter of :func:`svrg_sbb` (``init``, the run options,
+        the method's own).
 
     Returns
     -------
@@ -329,213 +496,24 @@ def svrg_sbb_pl(
     )
 
 
-def svrg(comparisons, n_components: int = 2, **options) -> SolverResult:
-    """Ordinal embedding by SVRG with a fixed step (the paper's "SVRG" baseline).
-
-    :func:`svrg_sbb` with ``step_size="constant"``: inner steps move
-    ``b / m`` of the fixed ``learning_rate`` (full-gradient units;
-    ``"auto"`` measures the curvature at the start once).
-
-    Parameters
-    ----------
-    comparisons : Comparisons or array-like of int, shape (m, 3) or (m, 4)
-    n_components : int
-    **options
-        The keyword options of :func:`svrg_sbb` except the step rule's
-        (``step_size``, ``epsilon``, ``relative_epsilon``, ``module_epochs``).
-
-    Returns
-    -------
-    SolverResult
-    """
-    for key in ("step_size", "epsilon", "relative_epsilon", "module_epochs"):
-        if key in options:
-            raise InvalidParameterError(
-                f"svrg has no '{key}' parameter: its step is fixed (use svrg_sbb "
-                "for Barzilai-Borwein steps)."
-            )
-    return svrg_sbb(
-        comparisons,
-        n_components,
-        step_size="constant",
-        epsilon=0.0,
-        relative_epsilon=False,
-        **options,
-    )
-
-
-@renamed_parameters(decay="learning_rate_decay")
-def sgd(
-    comparisons,
-    n_components: int = 2,
-    *,
-    loss="ste",
-    learning_rate="auto",
-    learning_rate_decay: float = 1.0,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    update_frequency: int | None = None,
-    max_iter: int = 100,
-    tol: float = 1e-4,
-    init=None,
-    init_scale: float = DEFAULT_INIT_SCALE,
-    n_objects: int | None = None,
-    validation=None,
-    random_state=None,
-    device="auto",
-    dtype="float32",
-    verbose: int = 0,
-    callback=None,
-) -> SolverResult:
-    """Ordinal embedding by mini-batch SGD with a decaying step.
-
-    Epoch k draws ``|Q| + 2m`` comparisons (an SVRG epoch's budget) and
-    steps with ``alpha_k = learning_rate / (1 + learning_rate_decay k)``.
-
-    Parameters
-    ----------
-    comparisons : Comparisons or array-like of int, shape (m, 3) or (m, 4)
-    n_components : int
-    loss : {"ste", "tste", "gnmds", "ckl", "soe"} or OrdinalLoss
-    learning_rate : float or "auto"
-        alpha_0 (full-gradient units).
-    learning_rate_decay : float
-    batch_size : int
-        At most ``|Q| + 2m``, the comparisons of an epoch (see
-        :func:`svrg_sbb`).
-    update_frequency : int, optional
-        m of the SVRG epoch whose budget an epoch matches (default |Q|).
-    max_iter, tol, init, init_scale, n_objects, validation, random_state,
-    device, dtype, verbose, callback
-        As in :func:`svrg_sbb`.
-
-    Returns
-    -------
-    SolverResult
-    """
-    run = {
-        "learning_rate": learning_rate,
-        # optim.sgd's step rule calls the learning-rate decay "decay".
-        "decay": learning_rate_decay,
-        "batch_size": batch_size,
-        "max_iter": max_iter,
-        "tol": tol,
-        "verbose": verbose,
-        "callback": callback,
-    }
-    validate_params(
-        "SGD",
-        {
-            "learning_rate_decay": learning_rate_decay,
-            "update_frequency": update_frequency,
-        },
-        _SGD_OWN,
-    )
-    data = setup_options(
-        loss, n_objects, init, init_scale, validation, random_state, device, dtype
-    )
-    s = _prepare(comparisons, n_components, data, run, "SGD", SGD_CONSTRAINTS)
-    per_epoch = epoch_samples(s.problem.n_samples, update_frequency)
-    run["batch_size"] = _default_batch(run["batch_size"], per_epoch)
-    return _sgd(
-        s.problem,
-        s.x0,
-        samples_per_epoch=per_epoch,
-        evaluate=s.evaluate,
-        random_state=s.rs,
-        name="SGD",
-        **run,
-    )
-
-
-def batch_gd(
-    comparisons,
-    n_components: int = 2,
-    *,
-    loss="ste",
-    learning_rate="auto",
-    update_frequency: int | None = None,
-    max_iter: int = 100,
-    tol: float = 1e-4,
-    init=None,
-    init_scale: float = DEFAULT_INIT_SCALE,
-    n_objects: int | None = None,
-    validation=None,
-    random_state=None,
-    device="auto",
-    dtype="float32",
-    verbose: int = 0,
-    callback=None,
-) -> SolverResult:
-    """Ordinal embedding by batch gradient descent with a fixed step ("ncvx Batch").
-
-    One epoch makes ``round((|Q| + 2m) / |Q|)`` gradient steps (3 for the
-    paper's m = |Q|), the budget of an SVRG epoch.
-
-    Parameters
-    ----------
-    comparisons : Comparisons or array-like of int, shape (m, 3) or (m, 4)
-    n_components : int
-    loss : {"ste", "tste", "gnmds", "ckl", "soe"} or OrdinalLoss
-    learning_rate : float or "auto"
-        The fixed step; ``"auto"`` measures the curvature at the start once.
-    update_frequency : int, optional
-        m of the SVRG epoch whose budget an epoch matches (default |Q|).
-    max_iter, tol, init, init_scale, n_objects, validation, random_state,
-    device, dtype, verbose, callback
-        As in :func:`svrg_sbb`.
-
-    Returns
-    -------
-    SolverResult
-    """
-    run = {
-        "learning_rate": learning_rate,
-        "max_iter": max_iter,
-        "tol": tol,
-        "verbose": verbose,
-        "callback": callback,
-    }
-    validate_params("Batch GD", {"update_frequency": update_frequency}, _SGD_OWN)
-    data = setup_options(
-        loss, n_objects, init, init_scale, validation, random_state, device, dtype
-    )
-    s = _prepare(comparisons, n_components, data, run, "Batch GD", GD_CONSTRAINTS)
-    return gradient_descent(
-        s.problem,
-        s.x0,
-        steps_per_iteration=batch_steps_per_epoch(
-            s.problem.n_samples, update_frequency
-        ),
-        evaluate=s.evaluate,
-        name="Batch GD",
-        **run,
-    )
-
-
-#: Default tolerance of :func:`lbfgs`: change per iteration relative to the
-#: first objective (see its ``tol``; the measurements that chose it are in
-#: :class:`~embedopt.ordinal.OrdinalEmbedding`).
-DEFAULT_LBFGS_TOL = 1e-5
-
-
 def lbfgs(
     comparisons,
     n_components: int = 2,
     *,
-    loss="ste",
+    init=None,
     max_iter: int = 1000,
     tol: float = DEFAULT_LBFGS_TOL,
-    history_size: int = 10,
-    lam: float = 0.0,
-    init=None,
-    init_scale: float = 1.0,
-    n_objects: int | None = None,
-    validation=None,
     random_state=None,
     device="auto",
     dtype="float64",
     verbose: int = 0,
     callback=None,
+    loss="ste",
+    history_size: int = 10,
+    lam: float = 0.0,
+    init_scale: float = 1.0,
+    n_objects: int | None = None,
+    validation=None,
 ) -> SolverResult:
     """Ordinal embedding by full-batch L-BFGS.
 
@@ -546,15 +524,14 @@ def lbfgs(
     practice as it does in cblearn. On small problems every stochastic
     solver loses to it: their inner steps cost about 100 us of Python each.
     Up to :data:`AUTO_LBFGS_MAX_COMPARISONS` comparisons on a CPU the run
-    uses one torch and one BLAS thread (:func:`~embedopt._core.few_threads`:
-    on a busy 2-core machine a fit of 10^4 triplets took 4-5 s with two
-    threads each, 0.06 s with one).
+    uses one torch and one BLAS thread (:func:`lbfgs_threads`).
 
     Parameters
     ----------
     comparisons : Comparisons or array-like of int, shape (m, 3) or (m, 4)
     n_components : int
-    loss : {"ste", "tste", "gnmds", "ckl", "soe"} or OrdinalLoss
+    init : array-like, shape (n_objects, n_components), optional
+        As in :func:`svrg_sbb`.
     max_iter : int
         L-BFGS iterations (one history row each).
     tol : float
@@ -563,9 +540,13 @@ def lbfgs(
         (:class:`~embedopt.optim.RelativeChange` with
         ``relative_to="first"``). Relative to the current value, as the
         stochastic solvers test, the hinge losses never stop: on separable
-        triplets they decay to 0 geometrically (GNMDS on the Table I
-        problem: a relative change of 2-10 % per iteration long after the
-        held-out error is flat).
+        triplets they decay to 0 geometrically.
+    random_state, device, verbose, callback
+        As in :func:`svrg_sbb`.
+    dtype : {"float64", "float32"}
+        float64, SciPy's own precision: its line search needs f and the
+        gradient to it near the end.
+    loss : {"ste", "tste", "gnmds", "ckl", "soe"} or OrdinalLoss
     history_size : int
         Correction pairs kept by L-BFGS.
     lam : float
@@ -576,12 +557,8 @@ def lbfgs(
         the MAP estimate under a standard normal prior on the coordinates
         (what :class:`~embedopt.ordinal.OrdinalEmbedding` uses by default).
     init_scale : float
-        Standard deviation of the random start: N(0, I) as in cblearn (see
-        :class:`~embedopt.ordinal.OrdinalEmbedding` for the measurements).
-    dtype : {"float64", "float32"}
-        float64, SciPy's own precision: its line search needs f and the
-        gradient to it near the end.
-    init, n_objects, validation, random_state, device, verbose, callback
+        Standard deviation of the random start: N(0, I) as in cblearn.
+    n_objects, validation
         As in :func:`svrg_sbb` (``validation`` is evaluated every iteration).
 
     Returns
@@ -602,11 +579,8 @@ def lbfgs(
         loss, n_objects, init, init_scale, validation, random_state, device, dtype
     )
     s = _prepare(comparisons, n_components, data, run, "L-BFGS", LBFGS_CONSTRAINTS)
-    small = (
-        s.problem.device.type == "cpu"
-        and s.problem.n_samples <= AUTO_LBFGS_MAX_COMPARISONS
-    )
-    with few_threads(1, enabled=small):
+    threads = lbfgs_threads(s.problem)
+    with few_threads(threads or 1, enabled=threads is not None):
         return _lbfgs(
             _with_ridge(s.problem.value_and_grad, lam),
             s.x0,
@@ -630,19 +604,12 @@ def _with_ridge(value_and_grad, lam: float):
     return penalized
 
 
-#: Solvers by name (the estimator's ``solver`` parameter; "cvx" is the convex
-#: Gram-matrix baseline :func:`~embedopt.ordinal.projected_gd`).
+#: Solvers by name (the estimator's ``solver`` parameter): these and the
+#: baselines of :mod:`embedopt.ordinal.baselines`, which add themselves
+#: ("svrg", "sgd", "gd", "cvx": the convex Gram-matrix baseline).
 SOLVERS = Registry(
     "solver",
-    {
-        "svrg_sbb": svrg_sbb,
-        "svrg_sbb_pl": svrg_sbb_pl,
-        "svrg": svrg,
-        "sgd": sgd,
-        "gd": batch_gd,
-        "cvx": projected_gd,
-        "lbfgs": lbfgs,
-    },
+    {"svrg_sbb": svrg_sbb, "svrg_sbb_pl": svrg_sbb_pl, "lbfgs": lbfgs},
     owner="embedopt.ordinal",
 )
 

@@ -1,0 +1,359 @@
+"""The paper's comparison methods (Ma et al., Sec. 5.1, Table I, Fig. 2).
+
+=================  ======================================================
+``svrg``           SVRG with a fixed step (Johnson & Zhang; "ncvx SVRG")
+``sgd``            mini-batch SGD with a decaying step, ``|Q| + 2m``
+                   comparisons per epoch ("ncvx SGD")
+``batch_gd``       gradient descent with a fixed step, ``(|Q| + 2m) / |Q|``
+                   steps per epoch ("ncvx Batch")
+``projected_gd``   the convex Gram-matrix formulation by projected gradient
+                   descent ("cvx"), O(n^3) per step
+=================  ======================================================
+
+Same call shape as :mod:`embedopt.ordinal.solvers`, and the same budget
+unit: an epoch costs the ``|Q| + 2m`` gradient evaluations of an SVRG
+epoch. SVRG-SBB_0, also in the paper's tables, is
+:func:`~embedopt.ordinal.svrg_sbb` with ``epsilon=0``. Each registers itself
+in :data:`~embedopt.ordinal.SOLVERS` ("svrg", "sgd", "gd", "cvx").
+
+The convex problem (the rank bound of eq. (8) dropped: it is what makes the
+problem non-convex; ``rank`` puts it back as a truncated projection)::
+
+    min_G (1/|Q|) sum_q ell(d_near(G), d_far(G)) + lam tr(G)
+    s.t.  G PSD,  sum_ij g_ij = 0
+
+Projected gradient descent with a fixed step needs an eigendecomposition of
+the n x n iterate per step, O(n^3): the scalability problem that motivates
+SVRG-SBB.
+"""
+
+from __future__ import annotations
+
+from .._core import Interval, InvalidParameterError, check_memory, validate_params
+from .._core.docs import RUN_PARAMETERS_DOC, fill_doc
+from ..linalg import embedding_from_gram, project_centered_psd
+from ..optim import GD_CONSTRAINTS, SGD_CONSTRAINTS, SolverResult, gradient_descent
+from ..optim import sgd as _sgd
+from .problem import (
+    GramProblem,
+    batch_steps_per_epoch,
+    epoch_samples,
+    setup,
+    setup_options,
+)
+from .solvers import (
+    _SGD_OWN,
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_INIT_SCALE,
+    SOLVERS,
+    _default_batch,
+    _prepare,
+    svrg_sbb,
+)
+
+__all__ = ["batch_gd", "projected_gd", "sgd", "svrg"]
+
+
+def svrg(comparisons, n_components: int = 2, **options) -> SolverResult:
+    """Ordinal embedding by SVRG with a fixed step (the paper's "SVRG" baseline).
+
+    :func:`~embedopt.ordinal.svrg_sbb` with ``step_size="constant"``: inner
+    steps move ``b / m`` of the fixed ``learning_rate`` (full-gradient units;
+    ``"auto"`` measures the curvature at the start once).
+
+    Parameters
+    ----------
+    comparisons : Comparisons or array-like of int, shape (m, 3) or (m, 4)
+    n_components : int
+    **options
+        The keyword options of :func:`~embedopt.ordinal.svrg_sbb` except the
+        step rule's (``step_size``, ``epsilon``, ``relative_epsilon``,
+        ``module_epochs``).
+
+    Returns
+    -------
+    SolverResult
+    """
+    for key in ("step_size", "epsilon", "relative_epsilon", "module_epochs"):
+        if key in options:
+            raise InvalidParameterError(
+                f"svrg has no '{key}' parameter: its step is fixed (use svrg_sbb "
+                "for Barzilai-Borwein steps)."
+            )
+    return svrg_sbb(
+        comparisons,
+        n_components,
+        step_size="constant",
+        epsilon=0.0,
+        relative_epsilon=False,
+        **options,
+    )
+
+
+def sgd(
+    comparisons,
+    n_components: int = 2,
+    *,
+    init=None,
+    max_iter: int = 100,
+    tol: float = 1e-4,
+    random_state=None,
+    device="auto",
+    dtype="float32",
+    verbose: int = 0,
+    callback=None,
+    loss="ste",
+    learning_rate="auto",
+    learning_rate_decay: float = 1.0,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    update_frequency: int | None = None,
+    init_scale: float = DEFAULT_INIT_SCALE,
+    n_objects: int | None = None,
+    validation=None,
+) -> SolverResult:
+    """Ordinal embedding by mini-batch SGD with a decaying step.
+
+    Epoch k draws ``|Q| + 2m`` comparisons (an SVRG epoch's budget) and
+    steps with ``alpha_k = learning_rate / (1 + learning_rate_decay k)``.
+
+    Parameters
+    ----------
+    comparisons : Comparisons or array-like of int, shape (m, 3) or (m, 4)
+    n_components : int
+    init, max_iter, tol, random_state, device, dtype, verbose, callback
+        As in :func:`~embedopt.ordinal.svrg_sbb`.
+    loss : {"ste", "tste", "gnmds", "ckl", "soe"} or OrdinalLoss
+    learning_rate : float or "auto"
+        alpha_0 (full-gradient units).
+    learning_rate_decay : float
+    batch_size : int
+        At most ``|Q| + 2m``, the comparisons of an epoch (see
+        :func:`~embedopt.ordinal.svrg_sbb`).
+    update_frequency : int, optional
+        m of the SVRG epoch whose budget an epoch matches (default |Q|).
+    init_scale, n_objects, validation
+        As in :func:`~embedopt.ordinal.svrg_sbb`.
+
+    Returns
+    -------
+    SolverResult
+    """
+    run = {
+        "learning_rate": learning_rate,
+        # optim.sgd's step rule calls the learning-rate decay "decay".
+        "decay": learning_rate_decay,
+        "batch_size": batch_size,
+        "max_iter": max_iter,
+        "tol": tol,
+        "verbose": verbose,
+        "callback": callback,
+    }
+    validate_params(
+        "SGD",
+        {
+            "learning_rate_decay": learning_rate_decay,
+            "update_frequency": update_frequency,
+        },
+        _SGD_OWN,
+    )
+    data = setup_options(
+        loss, n_objects, init, init_scale, validation, random_state, device, dtype
+    )
+    s = _prepare(comparisons, n_components, data, run, "SGD", SGD_CONSTRAINTS)
+    per_epoch = epoch_samples(s.problem.n_samples, update_frequency)
+    run["batch_size"] = _default_batch(run["batch_size"], per_epoch)
+    return _sgd(
+        s.problem,
+        s.x0,
+        samples_per_epoch=per_epoch,
+        evaluate=s.evaluate,
+        random_state=s.rs,
+        name="SGD",
+        **run,
+    )
+
+
+def batch_gd(
+    comparisons,
+    n_components: int = 2,
+    *,
+    init=None,
+    max_iter: int = 100,
+    tol: float = 1e-4,
+    random_state=None,
+    device="auto",
+    dtype="float32",
+    verbose: int = 0,
+    callback=None,
+    loss="ste",
+    learning_rate="auto",
+    update_frequency: int | None = None,
+    init_scale: float = DEFAULT_INIT_SCALE,
+    n_objects: int | None = None,
+    validation=None,
+) -> SolverResult:
+    """Ordinal embedding by batch gradient descent with a fixed step ("ncvx Batch").
+
+    One epoch makes ``round((|Q| + 2m) / |Q|)`` gradient steps (3 for the
+    paper's m = |Q|), the budget of an SVRG epoch.
+
+    Parameters
+    ----------
+    comparisons : Comparisons or array-like of int, shape (m, 3) or (m, 4)
+    n_components : int
+    init, max_iter, tol, random_state, device, dtype, verbose, callback
+        As in :func:`~embedopt.ordinal.svrg_sbb`.
+    loss : {"ste", "tste", "gnmds", "ckl", "soe"} or OrdinalLoss
+    learning_rate : float or "auto"
+        The fixed step; ``"auto"`` measures the curvature at the start once.
+    update_frequency : int, optional
+        m of the SVRG epoch whose budget an epoch matches (default |Q|).
+    init_scale, n_objects, validation
+        As in :func:`~embedopt.ordinal.svrg_sbb`.
+
+    Returns
+    -------
+    SolverResult
+    """
+    run = {
+        "learning_rate": learning_rate,
+        "max_iter": max_iter,
+        "tol": tol,
+        "verbose": verbose,
+        "callback": callback,
+    }
+    validate_params("Batch GD", {"update_frequency": update_frequency}, _SGD_OWN)
+    data = setup_options(
+        loss, n_objects, init, init_scale, validation, random_state, device, dtype
+    )
+    s = _prepare(comparisons, n_components, data, run, "Batch GD", GD_CONSTRAINTS)
+    return gradient_descent(
+        s.problem,
+        s.x0,
+        steps_per_iteration=batch_steps_per_epoch(
+            s.problem.n_samples, update_frequency
+        ),
+        evaluate=s.evaluate,
+        name="Batch GD",
+        **run,
+    )
+
+
+@fill_doc(run_parameters=RUN_PARAMETERS_DOC)
+def projected_gd(
+    comparisons,
+    n_components: int = 2,
+    *,
+    init=None,
+    max_iter: int = 100,
+    tol: float = 1e-4,
+    random_state=None,
+    device="auto",
+    dtype="float32",
+    verbose: int = 0,
+    callback=None,
+    loss="ste",
+    lam: float = 0.0,
+    rank: int | None = None,
+    learning_rate="auto",
+    update_frequency: int | None = None,
+    init_scale: float = 0.1,
+    n_objects: int | None = None,
+    validation=None,
+) -> SolverResult:
+    """The convex baseline: projected gradient descent on the Gram matrix.
+
+    Iterates ``G <- P(G - alpha (grad L(G) + lam I))`` with a fixed step
+    (the paper does no line search for it), P the projection onto centered
+    PSD matrices (:func:`~embedopt.linalg.project_centered_psd`), and returns
+    the embedding of the p largest eigenpairs. One epoch makes
+    ``round((|Q| + 2m) / |Q|)`` steps (3 by default), the gradient budget of
+    an SVRG epoch.
+
+    Parameters
+    ----------
+    comparisons : Comparisons or array-like of int, shape (m, 3) or (m, 4)
+    n_components : int
+        p: dimension of the returned embedding.
+    init : array-like, shape (n_objects, n_components), optional
+        Initial embedding X0 (``G0 = P(X0 X0^T)``); default random.
+    max_iter, tol : int, float
+    {run_parameters}
+    loss : {"ste", "gnmds", "ckl", "soe", "tste"} or OrdinalLoss
+        Convex in G for GNMDS, STE and CKL; t-STE and SOE are accepted but
+        the problem is then not convex.
+    lam : float
+        Trace regularization weight (>= 0).
+    rank : int, optional
+        Keep only this many eigenvalues in the projection (non-convex).
+    learning_rate : float or "auto"
+        Fixed step; ``"auto"`` measures the curvature at the start once.
+    update_frequency : int, optional
+        m of the SVRG epoch whose budget an epoch matches (default |Q|).
+    init_scale : float
+    n_objects : int, optional
+    validation : Comparisons or array-like, optional
+        Held-out comparisons; ``history["val_error"]`` of the embedding.
+
+    Returns
+    -------
+    SolverResult
+        ``x``: the embedding (n_objects x p tensor); ``info["gram"]``: G.
+    """
+    validate_params(
+        "projected_gd",
+        dict(lam=lam, rank=rank),
+        {"lam": [Interval(float, 0, None)], "rank": [Interval(int, 1, None), None]},
+    )
+    options = setup_options(
+        loss, n_objects, init, init_scale, validation, random_state, device, dtype
+    )
+    s = setup(
+        comparisons, n_components, **options, owner="projected_gd", factored=False
+    )
+    n_objects = s.problem.n_objects
+    # G, its gradient, the step and the eigendecomposition's workspace: n x n each
+    check_memory(
+        "projected_gd",
+        4 * n_objects**2 * s.x0.element_size(),
+        s.problem.device,
+        f"the {n_objects} x {n_objects} Gram matrix and its working copies",
+        "The convex baseline is O(n^2) in memory; use solver='svrg_sbb' for "
+        "this many objects.",
+    )
+    gram = GramProblem(s.problem, lam)
+
+    def project(G):
+        return project_centered_psd(G, rank)
+
+    evaluate = None
+    if s.evaluate is not None:
+
+        def evaluate(G):
+            return s.evaluate(embedding_from_gram(G, n_components))
+
+    res = gradient_descent(
+        gram,
+        project(s.x0 @ s.x0.T),
+        learning_rate=learning_rate,
+        steps_per_iteration=batch_steps_per_epoch(
+            s.problem.n_samples, update_frequency
+        ),
+        project=project,
+        max_iter=max_iter,
+        tol=tol,
+        evaluate=evaluate,
+        verbose=verbose,
+        callback=callback,
+        name="cvx projected GD",
+    )
+    G = res.x
+    res.info["gram"] = G
+    res.x = embedding_from_gram(G, n_components)
+    return res
+
+
+SOLVERS.add("svrg", svrg)
+SOLVERS.add("sgd", sgd)
+SOLVERS.add("gd", batch_gd)
+SOLVERS.add("cvx", projected_gd)
