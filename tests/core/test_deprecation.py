@@ -5,8 +5,7 @@ import pytest
 
 from embedopt._core import InvalidParameterError, clone, renamed_parameters
 from embedopt.completion import MatrixCompletion, ais_impute
-from embedopt.data import make_low_rank_matrix, make_planted_embedding
-from embedopt.ordinal import OrdinalEmbedding, sgd
+from embedopt.data import make_low_rank_matrix
 
 
 def test_decorator_renames_and_warns():
@@ -31,18 +30,6 @@ def test_completion_decay_is_now_lam_decay():
         old = ais_impute(prob.observed, 2.0, decay=0.5, random_state=0)
     new = ais_impute(prob.observed, 2.0, lam_decay=0.5, random_state=0)
     np.testing.assert_array_equal(old.history["objective"], new.history["objective"])
-
-
-def test_ordinal_decay_is_now_learning_rate_decay():
-    with pytest.warns(FutureWarning, match="renamed 'learning_rate_decay'"):
-        est = OrdinalEmbedding(2, solver="sgd", decay=0.5)
-    assert est.learning_rate_decay == 0.5
-    prob = make_planted_embedding(15, 2, n_train=200, n_test=5, random_state=0)
-    kw = dict(max_iter=2, random_state=0, dtype="float64")
-    with pytest.warns(FutureWarning):
-        old = sgd(prob.train, 2, decay=0.5, **kw)
-    new = sgd(prob.train, 2, learning_rate_decay=0.5, **kw)
-    np.testing.assert_array_equal(old.x.numpy(), new.x.numpy())
 
 
 def test_two_tower_max_iter_is_now_n_steps():
