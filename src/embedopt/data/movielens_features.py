@@ -177,7 +177,17 @@ def load_movielens_side_features(
         )
     ratings = load_movielens("1m", path)
     folder = find_dataset_dir("movielens-1m", ("users.dat",), path)
-    n_users = ratings.user_ids.size
+    return MovieLensSideFeatures(
+        ratings=ratings,
+        user_features=_user_features_1m(folder, ratings.user_ids),
+        item_features=_item_features_1m(folder, _movie_ids_1m(folder, ratings)),
+        cardinalities=dict(gender=2, age=7, occupation=21, zip=11, decade=11),
+    )
+
+
+def _user_features_1m(folder, user_ids: np.ndarray) -> dict[str, np.ndarray]:
+    """Gender, age group, occupation and zip region of ML-1M's users.dat."""
+    n_users = user_ids.size
     gender = np.zeros(n_users, np.int64)
     age = np.zeros(n_users, np.int64)
     occ = np.zeros(n_users, np.int64)
@@ -186,7 +196,7 @@ def load_movielens_side_features(
         folder / "users.dat", "'::'-separated id::gender::age::occupation::zip"
     ):
         users = {int(r[0]): r for r in _lines(folder / "users.dat")}
-        for k, uid in enumerate(ratings.user_ids.tolist()):
+        for k, uid in enumerate(user_ids.tolist()):
             r = users.get(uid)
             if r is None:
                 continue
@@ -199,26 +209,34 @@ def load_movielens_side_features(
             f"{folder / 'users.dat'}: occupations must be codes 0..20; got "
             f"{int(occ.min())}..{int(occ.max())}."
         )
+    return dict(gender=gender, age=age, occupation=occ, zip=zipc)
 
+
+def _movie_ids_1m(folder, ratings) -> np.ndarray:
+    """The MovieID of every item index (-1 where the partial map has none)."""
+    if (folder / "ratings.dat").is_file():
+        return ratings.item_ids.astype(np.int64)
+    movie_ids = np.full(ratings.item_ids.size, -1, np.int64)
+    mapping = folder / "item_index_to_movieid_partial.csv"
+    if mapping.is_file():
+        table = {}
+        with parsing(mapping, "header, then item index,MovieID lines"):
+            with open(mapping) as fh:
+                next(fh)
+                for ln in fh:
+                    a, _, b = ln.strip().partition(",")
+                    if b:
+                        table[int(a)] = int(b)
+        movie_ids = np.array(
+            [table.get(int(i), -1) for i in ratings.item_ids], np.int64
+        )
+    return movie_ids
+
+
+def _item_features_1m(folder, movie_ids: np.ndarray) -> dict[str, np.ndarray]:
+    """Genres, release decade and a known flag of ML-1M's movies.dat."""
     with parsing(folder / "movies.dat", "'::'-separated id::title::genres"):
         movies = {int(r[0]): r for r in _lines(folder / "movies.dat")}
-    if (folder / "ratings.dat").is_file():
-        movie_ids = ratings.item_ids.astype(np.int64)
-    else:
-        movie_ids = np.full(ratings.item_ids.size, -1, np.int64)
-        mapping = folder / "item_index_to_movieid_partial.csv"
-        if mapping.is_file():
-            table = {}
-            with parsing(mapping, "header, then item index,MovieID lines"):
-                with open(mapping) as fh:
-                    next(fh)
-                    for ln in fh:
-                        a, _, b = ln.strip().partition(",")
-                        if b:
-                            table[int(a)] = int(b)
-            movie_ids = np.array(
-                [table.get(int(i), -1) for i in ratings.item_ids], np.int64
-            )
     n_items = movie_ids.size
     genres = np.zeros((n_items, len(GENRES_1M)), np.float32)
     decade = np.zeros(n_items, np.int64)
@@ -237,9 +255,4 @@ def load_movielens_side_features(
             if title.endswith(")") and title[-5:-1].isdigit():
                 year = int(title[-5:-1])
                 decade[k] = int(np.clip(1 + (year - 1910) // 10, 1, 10))
-    return MovieLensSideFeatures(
-        ratings=ratings,
-        user_features=dict(gender=gender, age=age, occupation=occ, zip=zipc),
-        item_features=dict(genres=genres, decade=decade, known=known),
-        cardinalities=dict(gender=2, age=7, occupation=21, zip=11, decade=11),
-    )
+    return dict(genres=genres, decade=decade, known=known)
