@@ -14,8 +14,14 @@ import pytest
 import torch
 
 from embedopt._core import InvalidParameterError
-from embedopt.sdp import SOLVERS, ColoredMVU, KernelLearning
-from embedopt.sdp.estimators import _resolve_solver
+from embedopt.sdp import (
+    SOLVERS,
+    CMVUProblem,
+    ColoredMVU,
+    KernelLearning,
+    NPKLProblem,
+    resolve_solver,
+)
 
 
 def _three_classes(n, seed):
@@ -49,11 +55,12 @@ def test_explicit_aagd_still_runs_aagd(Est):
 def test_auto_per_device():
     # no GPU needed: the choice is a function of the device type
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
-    assert _resolve_solver(KernelLearning(), cpu) == "bm_lbfgs"
-    assert _resolve_solver(KernelLearning(), cuda) == "aagd"
-    assert _resolve_solver(ColoredMVU(), cpu) == "bm_lbfgs"
-    assert _resolve_solver(ColoredMVU(), cuda) == "bm_lbfgs"
-    assert _resolve_solver(KernelLearning(solver="bm_agd"), cuda) == "bm_agd"
+    assert resolve_solver("auto", NPKLProblem, cpu) == "bm_lbfgs"
+    assert resolve_solver("auto", NPKLProblem, cuda) == "aagd"
+    assert resolve_solver("auto", CMVUProblem, cpu) == "bm_lbfgs"
+    assert resolve_solver("auto", CMVUProblem, cuda) == "bm_lbfgs"
+    assert resolve_solver("bm_agd", NPKLProblem, cuda) == "bm_agd"
+    assert resolve_solver("BM-AGD", CMVUProblem, cpu) == "bm_agd"
 
 
 @pytest.mark.parametrize("Est", [KernelLearning, ColoredMVU])
