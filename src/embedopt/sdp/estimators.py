@@ -196,7 +196,7 @@ class KernelLearning(BaseEstimator):
         held-out error and the Rand index of :meth:`cluster` fall and rise
         together along the grid; ``"auto"`` is not the default because it
         costs about 15x the time of one fit and small lambdas converge
-        slowly (benchmarks/sdp/README.md, "lam='auto'"). The paper fixes
+        slowly (benchmarks/sdp/README.md, "Rand index"). The paper fixes
         lambda = 10 for its Laplacian, whose scale it does not state.
     n_neighbors : int
         Neighbours of the kNN graph.

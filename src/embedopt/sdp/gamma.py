@@ -71,13 +71,13 @@ def estimate_gamma(
       ``2 <G, E E^T> + q(E V^T + V E^T)``; its first term is the (possibly
       negative) curvature along ``X - Y`` that the penalty has to dominate,
       and M the curvature of f itself, so ``gamma >= (1 + margin) M / 4``
-      always (the L = 1, sigma = 0 of Sec. 4.1.2 gives ``gamma > 1/4``).
-      Measured on small NPKL instances: a fixed gamma below about
-      ``||G*||_2 / 2`` lets ``X - Y`` diverge; ``M/4`` alone is not enough.
+      always (the L = 1, sigma = 0 of Sec. 4.1.2 gives ``gamma > 1/4``);
+      ``M/4`` alone is not enough (a fixed gamma below about
+      ``||G*||_2 / 2`` lets ``X - Y`` diverge).
     - ``rule="eq17"``: ``16 (M ||X||_2^2 + ||G||_2)``, the estimate of eq. 17
       (Srinadh et al.; the squared norm keeps it homogeneous in the scale of
       X), which bounds the smoothness of ``f(V V^T)`` everywhere on the
-      level set. Safe, but about ten times slower on NPKL.
+      level set. Safe, but much slower on NPKL (its gamma is larger).
 
     ``||G||_2`` is estimated by power iterations on the gradient operator
     (single columns: ``O(|Omega| + nnz(Lap))`` each), continued until the
@@ -88,12 +88,10 @@ def estimate_gamma(
     ``lambda_max(G) / 2`` gives the surrogate negative curvature along
     ``X - Y`` (to second order, ``F(V + E, V - E) - F(V, V) = 2 gamma
     ||E||^2 - <G, E E^T>`` for symmetric G). Where ``||G||`` grows quickly
-    along the run (CMVU: 30-fold on the digits), a single warm iteration
-    lagged behind, ``||X - Y||`` grew to hundreds and the surrogate
-    increased in 34 of 1,000 iterations; iterating to a 1 % change removed
-    both (0.47 -> 0.92 of the rank-2 optimum after 1,000 iterations). On
-    NPKL it mostly stops after two iterations (a1a: 286 instead of 282
-    iterations).
+    along the run (CMVU), a single warm iteration lags behind, ``X - Y``
+    grows and the surrogate increases; iterating to a ``power_tol`` change
+    removes both, and on NPKL it mostly stops after two iterations
+    (benchmarks/sdp/README.md, "Implementation choices").
 
     Parameters
     ----------

@@ -306,18 +306,17 @@ class NPKLProblem(_PairProblem):
         return self.target
 
     #: Elements of one gathered block in :meth:`_rowwise_dots` on the CPU
-    #: (2 MB in float64): blocks that stay in cache. Measured on a9a's
-    #: sizes (81,403 pairs, r = 25): the direction pass of AAGD 116 ms in one
-    #: block, 38 ms in blocks of 2**18; on the digits (5,391 pairs) one block.
+    #: (2 MB in float64): blocks that stay in cache, 3x faster than one block
+    #: on a9a's sizes (benchmarks/sdp/README.md, "Implementation choices").
     _BLOCK = 2**18
 
     def _rowwise_dots(self, left: torch.Tensor, right: torch.Tensor, groups: int):
         """``sum_k left[i_p, g, k] right[j_p, g, k]`` for every pair p and group g.
 
         ``left`` and ``right`` are (n, groups * k); the rows of both ends are
-        gathered with ``index_select`` (torch's advanced indexing ``U[i]``
-        measured 2.4x slower) and multiplied in place, in blocks of pairs
-        on the CPU so that the gathered rows stay in cache.
+        gathered with ``index_select`` (faster than torch's advanced
+        indexing ``U[i]``) and multiplied in place, in blocks of pairs on
+        the CPU so that the gathered rows stay in cache.
         """
         m, width = len(self.rows), left.shape[1]
         step = m if left.device.type != "cpu" else max(1, self._BLOCK // width)
@@ -369,9 +368,9 @@ class NPKLProblem(_PairProblem):
         torch.Tensor, shape (|Omega|, m)
         """
         # rows i of [D, B_1, D, B_2, ...] times rows j of [B_1, D, B_2, D, ...]:
-        # contiguous products, summed in groups of 2k columns (measured 1.9x
-        # faster on the digits, n = 1,797, r = 10, than broadcasting D_i
-        # against the stacked B_j)
+        # contiguous products, summed in groups of 2k columns (faster than
+        # broadcasting D_i against the stacked B_j; README, "Implementation
+        # choices")
         left = torch.cat([M for B in others for M in (D, B)], 1)
         right = torch.cat([M for B in others for M in (B, D)], 1)
         return 0.5 * self._rowwise_dots(left, right, len(others))
@@ -525,7 +524,7 @@ def _fused_pattern(pairs: np.ndarray, lap, lam: float, n: int, device, dtype):
         return torch.as_tensor(a, dtype=dt, device=device)
 
     # int32 indices where they fit: torch's CPU product otherwise converts
-    # them on every call (measured 10 % of G W on the digits)
+    # them on every call
     index = torch.int32 if len(uniq) < 2**31 - 1 else torch.int64
     return (
         tensor(crow, index),

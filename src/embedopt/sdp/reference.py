@@ -132,14 +132,13 @@ def solve_exact(
     eq. 23, read from ``problem``) over the PSD cone, handed to a conic
     solver. Its solution Z is projected onto the PSD cone (the conic solver
     satisfies the cone constraint only to its tolerance) and returned as a
-    factor, so that ``objective`` is f at a PSD matrix, measured by the
+    factor, so that ``objective`` is f at a PSD matrix, evaluated by the
     problem's own oracle like every other solver of :mod:`embedopt.sdp`.
 
-    Cost: memory ``O(n^2)`` (SCS) to ``O(n^4)`` (Clarabel's KKT system;
-    it runs out of 24 GB beyond n of about 150 on NPKL), and SCS spends an
-    ``O(n^3)`` eigendecomposition per iteration. For NPKL at n = 800, SCS
-    needed over two minutes to reach about 6e-4 relative accuracy, where the
-    factor solvers reach 1e-6 in a fraction of a second.
+    Cost: memory ``O(n^2)`` (SCS) to ``O(n^4)`` (Clarabel's KKT system),
+    and SCS spends an ``O(n^3)`` eigendecomposition per iteration: minutes
+    where the factor solvers take a fraction of a second
+    (benchmarks/sdp/certify_digits.py re-measures both).
 
     Parameters
     ----------

@@ -533,8 +533,8 @@ def aagd(
     the pair values of the extrapolated points tracked instead of recomputed
     and the gradient and one power iteration of the gamma estimate fused
     into one sparse product (one gather over Omega and one sparse product per
-    half-step, plus one pass for ``f(Y_k Y_k^T)``; measured 1.4x faster per
-    iteration than the generic path on the digits, n = 1,797). Other
+    half-step, plus one pass for ``f(Y_k Y_k^T)``; benchmarks/sdp/README.md,
+    "Implementation choices", compares it with the generic path). Other
     problems take the generic path (one gradient, one curvature and the
     power iterations per half-step).
 
