@@ -35,7 +35,14 @@ import numpy as np
 import scipy.sparse.linalg as spla
 import torch
 
-from .._core import Interval, InvalidParameterError, Options, validated_params
+from .._core import (
+    Interval,
+    InvalidParameterError,
+    Options,
+    check_param,
+    fill_doc,
+    validated_params,
+)
 from ..optim import (
     IterationMonitor,
     SolverResult,
@@ -44,13 +51,13 @@ from ..optim import (
 )
 from .solvers import (
     _COMMON,
+    RUN_OPTIONS_DOC,
     SOLVERS,
     _bm_gradient,
     _dot,
     _sq,
-    _Stopper,
+    _start_run,
     bm_lbfgs,
-    initial_factors,
 )
 
 __all__ = [
@@ -165,6 +172,7 @@ class _BurerMonteiroStep:
         return V
 
 
+@fill_doc(run_options=RUN_OPTIONS_DOC)
 @validated_params(BM_AGD_CONSTRAINTS, owner="bm_agd")
 def bm_agd(
     problem,
@@ -187,19 +195,15 @@ def bm_agd(
     :func:`~embedopt.optim.accelerated_proximal_gradient`) with the exact
     line search of the quartic ``t -> f((V - t g)(V - t g)^T)`` for
     quadratic f (:func:`quartic_step`, Burer & Choi) and Armijo
-    backtracking otherwise: the paper's AGD baseline.
+    backtracking otherwise: the paper's AGD baseline. A callback's
+    ``state.x`` is V.
 
     Parameters
     ----------
     problem : FactorProblem
     init : int, array-like (n, r) or pair
         The rank r or the starting factor (of a pair, the first).
-    max_iter, tol
-        As in :func:`~embedopt.sdp.aagd`.
-    random_state, device, dtype, verbose, callback
-        As in :func:`~embedopt.sdp.aagd`; ``state.x`` is V.
-    target, time_limit, init_scale
-        As in :func:`~embedopt.sdp.aagd`.
+    {run_options}
 
     Returns
     -------
@@ -207,15 +211,15 @@ def bm_agd(
         ``x``: V, the factor of ``Z = V V^T``; history ``objective``
         (``f(V V^T)``) and ``step``/``grad_norm``.
     """
-    V0, _ = initial_factors(
+    V0, _, stopper = _start_run(
         problem,
         init,
         init_scale=init_scale,
         random_state=random_state,
         device=device,
         dtype=dtype,
+        stop=(target, time_limit, callback),
     )
-    stopper = _Stopper(target, time_limit, callback)
     result = accelerated_proximal_gradient(
         _BurerMonteiroStep(problem),
         V0,
@@ -232,24 +236,7 @@ def bm_agd(
 SOLVERS.add("bm_agd", bm_agd)
 
 
-@validated_params(BURER_MONTEIRO_CONSTRAINTS, owner="burer_monteiro")
-def burer_monteiro(
-    problem,
-    init,
-    *,
-    max_iter: int = 1000,
-    tol: float = 1e-7,
-    random_state=None,
-    device=None,
-    dtype=None,
-    verbose: int = 0,
-    callback=None,
-    target: float | None = None,
-    time_limit: float | None = None,
-    init_scale: float = 1.0,
-    method: str = "agd",
-    history_size: int = 10,
-) -> SolverResult:
+def burer_monteiro(problem, init, *, method: str = "agd", **options) -> SolverResult:
     """Burer-Monteiro on ``f(V V^T)`` (eq. 2), either method by name.
 
     - ``method="agd"``: :func:`bm_agd`, the paper's AGD baseline;
@@ -261,14 +248,11 @@ def burer_monteiro(
     problem : FactorProblem
     init : int, array-like (n, r) or pair
         The rank r or the starting factor (of a pair, the first).
-    max_iter, tol, random_state, device, dtype, verbose, callback
-        As in :func:`~embedopt.sdp.aagd` (``tol`` is also L-BFGS-B's
-        ``gtol``/``ftol``); ``state.x`` is V.
-    target, time_limit, init_scale
-        As in :func:`~embedopt.sdp.aagd`.
     method : {"agd", "lbfgs"}
-    history_size : int
-        L-BFGS correction pairs (``"lbfgs"`` only).
+    **options
+        The run options and the method's own, as the method takes them
+        (``history_size``, L-BFGS's correction pairs, is ignored by
+        ``"agd"``).
 
     Returns
     -------
@@ -276,21 +260,13 @@ def burer_monteiro(
         ``x``: V, the factor of ``Z = V V^T``; history ``objective``
         (``f(V V^T)``) and ``step``/``grad_norm``.
     """
-    options = dict(
-        max_iter=max_iter,
-        tol=tol,
-        random_state=random_state,
-        device=device,
-        dtype=dtype,
-        verbose=verbose,
-        callback=callback,
-        target=target,
-        time_limit=time_limit,
-        init_scale=init_scale,
+    check_param(
+        "burer_monteiro", "method", method, BURER_MONTEIRO_CONSTRAINTS["method"]
     )
     if method == "agd":
+        options.pop("history_size", None)
         return bm_agd(problem, init, **options)
-    return bm_lbfgs(problem, init, history_size=history_size, **options)
+    return bm_lbfgs(problem, init, **options)
 
 
 # -- Frank-Wolfe -------------------------------------------------------------------
@@ -357,6 +333,7 @@ def _local_steps(step: _BurerMonteiroStep, V: torch.Tensor, n_steps: int, tau: f
     return V
 
 
+@fill_doc(run_options=RUN_OPTIONS_DOC)
 @validated_params(FRANK_WOLFE_CONSTRAINTS, owner="frank_wolfe")
 def frank_wolfe(
     problem,
@@ -386,7 +363,8 @@ def frank_wolfe(
     of the factors ``[sqrt(tau) v, V] [sqrt(tau) v, -V]^T``), else
     ``2 / (k + 2)``. The factor is re-compressed to its numerical rank
     every iteration. The duality gap ``<G, Z - S> >= f(Z) - f*`` is
-    recorded.
+    recorded. The paper stops FW at a relative objective change of 1e-6
+    (``tol``).
 
     Parameters
     ----------
@@ -395,13 +373,7 @@ def frank_wolfe(
         None starts from ``Z = 0``; otherwise a starting factor as in
         :func:`~embedopt.sdp.initial_factors` (rescaled into the trace
         bound when needed).
-    max_iter, tol
-        As in :func:`~embedopt.sdp.aagd`; the paper stops FW at a relative
-        objective change of 1e-6.
-    random_state, device, dtype, verbose, callback
-        As in :func:`~embedopt.sdp.aagd`.
-    target, time_limit, init_scale
-        As in :func:`~embedopt.sdp.aagd`.
+    {run_options}
     trace_bound : float, optional
         tau; the unconstrained SDP is solved when ``tau >= tr(Z*)``. Default
         the problem's ``trace_bound`` (:attr:`NPKLProblem.trace_bound
@@ -427,20 +399,20 @@ def frank_wolfe(
                 "trace_bound attribute to default to."
             )
     tau = float(trace_bound)
-    V, _ = initial_factors(
+    V, _, stopper = _start_run(
         problem,
         1 if init is None else init,
         init_scale=init_scale,
         random_state=random_state,
         device=device,
         dtype=dtype,
+        stop=(target, time_limit, callback),
     )
     if init is None:
         V = torch.zeros_like(V)
     trace = float((V * V).sum())
     if trace > tau:
         V = V * math.sqrt(tau / trace)
-    stopper = _Stopper(target, time_limit, callback)
     monitor = IterationMonitor(
         "Frank-Wolfe",
         max_iter,

@@ -25,6 +25,7 @@ from .._core import (
     as_array,
     check_is_fitted,
     check_param,
+    fill_doc,
     resolve_random_state,
     to_numpy,
 )
@@ -145,6 +146,25 @@ def _solve(estimator, solver: str, problem, ctx, init=None):
             f"{estimator.init_scale!r} or lam={estimator.lam!r} is too large for "
             "the scale of the data; lower them or rescale X."
         ) from exc
+
+
+#: The Parameters, Returns and Raises of both estimators' ``score``.
+_SCORE_DOC = """\
+Parameters
+----------
+X : array-like, shape (n, d)
+    The patterns of the fit (only their number is checked).
+y : array-like, shape (n,)
+    Their class labels (required).
+
+Returns
+-------
+float
+
+Raises
+------
+DataValidationError
+    X with another number of rows than the fit, or no labels."""
 
 
 def _score_labels(estimator, X, y) -> np.ndarray:
@@ -395,6 +415,7 @@ class KernelLearning(BaseEstimator):
             dtype=ctx.dtype,
         )
 
+    @fill_doc(score_doc=_SCORE_DOC)
     def score(self, X, y=None) -> float:
         """Rand index of kernel k-means on the learned kernel against labels y.
 
@@ -404,21 +425,7 @@ class KernelLearning(BaseEstimator):
         index (:func:`~embedopt.metrics.rand_index`, in [0, 1], higher is
         better) of :meth:`cluster` with one cluster per class of y.
 
-        Parameters
-        ----------
-        X : array-like, shape (n, d)
-            The patterns of the fit (only their number is checked).
-        y : array-like, shape (n,)
-            Their class labels (required).
-
-        Returns
-        -------
-        float
-
-        Raises
-        ------
-        DataValidationError
-            X with another number of rows than the fit, or no labels.
+        {score_doc}
         """
         y = _score_labels(self, X, y)
         return rand_index(self.cluster(len(np.unique(y))), y)
@@ -647,6 +654,7 @@ class ColoredMVU(BaseEstimator):
         self._store_result(result, solver=solver, objective=objective)
         return self
 
+    @fill_doc(score_doc=_SCORE_DOC)
     def score(self, X, y=None) -> float:
         """Leave-one-out 1-NN accuracy of the embedding against labels y.
 
@@ -657,21 +665,7 @@ class ColoredMVU(BaseEstimator):
         (:func:`~embedopt.metrics.nearest_neighbor_accuracy`, in [0, 1],
         higher is better), the measure of the paper's Figure 3.
 
-        Parameters
-        ----------
-        X : array-like, shape (n, d)
-            The patterns of the fit (only their number is checked).
-        y : array-like, shape (n,)
-            Their class labels (required).
-
-        Returns
-        -------
-        float
-
-        Raises
-        ------
-        DataValidationError
-            X with another number of rows than the fit, or no labels.
+        {score_doc}
         """
         y = _score_labels(self, X, y)
         return nearest_neighbor_accuracy(self.embedding_, y)

@@ -37,6 +37,7 @@ from .._core import (
     InvalidParameterError,
     Options,
     Registry,
+    fill_doc,
     resolve_device,
     resolve_dtype,
     resolve_random_state,
@@ -55,6 +56,7 @@ from .problem import CMVUProblem, NPKLProblem
 __all__ = [
     "AAGD_CONSTRAINTS",
     "BM_LBFGS_CONSTRAINTS",
+    "RUN_OPTIONS_DOC",
     "SOLVERS",
     "aagd",
     "bm_lbfgs",
@@ -82,6 +84,27 @@ _COMMON = {
     "time_limit": [Interval(float, 0, None, closed="neither"), None],
     "init_scale": [Interval(float, 0, None, closed="neither")],
 }
+
+#: The Parameters block of the options every solver of the family takes
+#: (``{run_options}`` in a docstring), after ``problem`` and ``init``.
+RUN_OPTIONS_DOC = """\
+max_iter : int
+    Iterations (for AAGD, one X and one Y step each).
+tol : float
+    Relative change of the objective that stops.
+random_state, device, dtype
+    Of the random start (:func:`~embedopt.sdp.initial_factors`); float64 by
+    default.
+verbose : int
+callback : callable, optional
+    ``callback(state) -> bool | None`` per iteration; True stops.
+target : float, optional
+    Stop once the objective is at most ``target`` (the paper stops every
+    solver at Frank-Wolfe's final objective).
+time_limit : float, optional
+    Stop after this many solver seconds.
+init_scale : float
+    Row norm of the random start (:func:`~embedopt.sdp.initial_factors`)."""
 
 #: Constraints of :func:`aagd`'s parameters.
 AAGD_CONSTRAINTS = {
@@ -170,6 +193,22 @@ def initial_factors(
             )
         out.append(F)
     return out[0], out[1]
+
+
+def _start_run(problem, init, *, init_scale, random_state, device, dtype, stop: tuple):
+    """The starting factors ``(X_0, Y_0)`` (:func:`initial_factors`) and the
+    stopping rules of a run: ``stop = (target, time_limit, callback)``, the
+    target and time-limit rules wrapping the user's callback (:class:`_Stopper`).
+    """
+    X0, Y0 = initial_factors(
+        problem,
+        init,
+        init_scale=init_scale,
+        random_state=random_state,
+        device=device,
+        dtype=dtype,
+    )
+    return X0, Y0, _Stopper(*stop)
 
 
 class _Stopper:
@@ -495,6 +534,7 @@ class _PairAAGDState:
         return self.X, self.Y
 
 
+@fill_doc(run_options=RUN_OPTIONS_DOC)
 @validated_params(AAGD_CONSTRAINTS, owner="aagd")
 def aagd(
     problem,
@@ -543,45 +583,31 @@ def aagd(
     problem : FactorProblem
     init : int, array-like (n, r) or pair
         The rank r, or the starting factor(s); see :func:`initial_factors`.
-    max_iter : int
-        Outer iterations (one X and one Y step each).
-    tol : float
-        Relative change of the objective that stops.
-    random_state, device, dtype
-        Of the random start (:func:`initial_factors`); float64 by default.
-    verbose : int
-    callback : callable, optional
-        ``callback(state) -> bool | None`` per iteration; ``state.x`` is the
-        pair ``(X_k, Y_k)``.
-    target : float, optional
-        Stop once ``f(Y_k Y_k^T) <= target`` (the paper stops every solver
-        at Frank-Wolfe's final objective).
-    time_limit : float, optional
-        Stop after this many solver seconds.
-    init_scale : float
-        Row norm of the random start (:func:`initial_factors`).
+    {run_options}
     gamma : {"auto", "eq17"} or float
         Rule of :func:`estimate_gamma`, or a fixed positive penalty.
 
     Returns
     -------
     SolverResult
-        ``x``: ``Y_k``, the factor of ``Z = Y_k Y_k^T`` (step 11). History:
+        ``x``: ``Y_k``, the factor of ``Z = Y_k Y_k^T`` (step 11); the
+        objective is ``f(Y_k Y_k^T)`` and a callback's ``state.x`` the pair
+        ``(X_k, Y_k)``. History:
         ``objective`` (``f(Y_k Y_k^T)``), ``surrogate`` (``F(X_k, Y_k;
         gamma_k)``), ``gap`` (``||X_k - Y_k||_F``, Figure 2), ``gamma``,
         ``step_x``, ``step_y``, ``restart``. ``info``: ``X`` (the other
         factor), ``gamma``.
     """
-    X, Y = initial_factors(
+    X, Y, stopper = _start_run(
         problem,
         init,
         init_scale=init_scale,
         random_state=random_state,
         device=device,
         dtype=dtype,
+        stop=(target, time_limit, callback),
     )
     rule = gamma if isinstance(gamma, str) else float(gamma)
-    stopper = _Stopper(target, time_limit, callback)
     monitor = IterationMonitor(
         "AAGD",
         max_iter,
@@ -611,6 +637,7 @@ def _bm_gradient(g, V: torch.Tensor) -> torch.Tensor:
     return 2.0 * g.matmul(V) if g.symmetric else g.matmul(V) + g.rmatmul(V)
 
 
+@fill_doc(run_options=RUN_OPTIONS_DOC)
 @validated_params(BM_LBFGS_CONSTRAINTS, owner="bm_lbfgs")
 def bm_lbfgs(
     problem,
@@ -633,19 +660,15 @@ def bm_lbfgs(
     :func:`~embedopt.optim.lbfgs` (SciPy's L-BFGS-B on the flattened factor)
     on ``V -> f(V V^T)`` with the gradient ``(G + G^T) V`` (eq. 9), as in
     Burer & Monteiro; the paper's BM-L-BFGS baseline, and what
-    ``solver="auto"`` runs on the CPU (:func:`resolve_solver`).
+    ``solver="auto"`` runs on the CPU (:func:`resolve_solver`). ``tol`` is
+    also L-BFGS-B's ``gtol`` and ``ftol``; a callback's ``state.x`` is V.
 
     Parameters
     ----------
     problem : FactorProblem
     init : int, array-like (n, r) or pair
         The rank r or the starting factor (of a pair, the first).
-    max_iter, tol
-        As in :func:`aagd`; ``tol`` is also L-BFGS-B's ``gtol``/``ftol``.
-    random_state, device, dtype, verbose, callback
-        As in :func:`aagd`; ``state.x`` is V.
-    target, time_limit, init_scale
-        As in :func:`aagd`.
+    {run_options}
     history_size : int
         L-BFGS correction pairs.
 
@@ -655,15 +678,15 @@ def bm_lbfgs(
         ``x``: V, the factor of ``Z = V V^T``; history ``objective``
         (``f(V V^T)``) and ``step``/``grad_norm``.
     """
-    V0, _ = initial_factors(
+    V0, _, stopper = _start_run(
         problem,
         init,
         init_scale=init_scale,
         random_state=random_state,
         device=device,
         dtype=dtype,
+        stop=(target, time_limit, callback),
     )
-    stopper = _Stopper(target, time_limit, callback)
 
     def fun(V):
         g = problem.gradient(V, V)
