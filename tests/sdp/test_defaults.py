@@ -96,7 +96,8 @@ def test_default_tol_per_solver(monkeypatch, solver, tol, expected):
 
     monkeypatch.setitem(SOLVERS._entries, name, spy)
     X, y = _three_classes(30, 0)
-    KernelLearning(2, solver=solver, tol=tol, random_state=0).fit(X, y=y)
+    # on the CPU: "auto" resolves per device (test_auto_per_device)
+    KernelLearning(2, solver=solver, tol=tol, random_state=0, device="cpu").fit(X, y)
     assert seen == [expected]
 
 
@@ -105,8 +106,8 @@ def test_default_npkl_fit_ends_below_aagds():
     # (BM-L-BFGS, tol 1e-8) -1.9e-7, BM-L-BFGS at tol 1e-7 +2.6e-7, BM-AGD
     # +2.0e-5; AAGD itself ties, so a strict test fails for every other choice.
     X, y = _three_classes(120, 2)
-    default = KernelLearning(random_state=0).fit(X, y=y)
-    aagd = KernelLearning(solver="aagd", random_state=0).fit(X, y=y)
+    default = KernelLearning(random_state=0, device="cpu").fit(X, y)
+    aagd = KernelLearning(solver="aagd", random_state=0, device="cpu").fit(X, y)
     assert default.solver_ == "bm_lbfgs" and default.stop_reason_ == "tol"
     assert default.objective_ < aagd.objective_
 

@@ -41,7 +41,7 @@ def test_objective_is_f_at_the_factor():
     ml = [[0, 1], [8, 9]]
     cl = [[0, 8], [9, 20]]
     lap = knn_laplacian(X, 5)
-    est = KernelLearning(4, lam=0.5, random_state=0).fit(
+    est = KernelLearning(4, lam=0.5, random_state=0, device="cpu").fit(
         X, must_link=ml, cannot_link=cl, laplacian=lap
     )
     prob = NPKLProblem(24, ml, cl, lap, lam=0.5)
@@ -195,7 +195,8 @@ def test_lam_auto_keeps_the_lambda_with_the_lowest_held_out_error():
     from embedopt.sdp import solvers as sdp_solvers
 
     X, y = _blobs(60, seed=1)
-    est = KernelLearning(3, lam="auto", n_pairs=60, random_state=0).fit(X, y=y)
+    est = KernelLearning(3, lam="auto", n_pairs=60, random_state=0, device="cpu")
+    est.fit(X, y)
     path = est.lam_path_
     lams, errs = path["lambdas"], path["heldout_error"]
     assert list(lams) == list(sdp_solvers.LAM_GRID[: len(lams)])
