@@ -56,7 +56,6 @@ from .problem import CMVUProblem, NPKLProblem
 __all__ = [
     "AAGD_CONSTRAINTS",
     "BM_LBFGS_CONSTRAINTS",
-    "RUN_OPTIONS_DOC",
     "SOLVERS",
     "aagd",
     "bm_lbfgs",
