@@ -165,19 +165,6 @@ def test_sdp_a1a_subset(capsys, tmp_path):
     assert res["data"] == "a1a" and res["n"] == 300 and res["rand_index"] > 0.6
 
 
-def test_sdp_rand_index_counts_agreeing_pairs():
-    import numpy as np
-
-    from embedopt.cli.sdp import rand_index
-
-    rng = np.random.default_rng(0)
-    a, b = rng.integers(0, 3, 40), rng.integers(0, 2, 40)
-    same_a, same_b = a[:, None] == a[None], b[:, None] == b[None]
-    brute = ((same_a == same_b).sum() - 40) / (40 * 39)
-    assert rand_index(a, b) == pytest.approx(brute)
-    assert rand_index(a, a + 5) == 1.0
-
-
 @requires_dataset("movielens-100k")
 def test_similarity_embedding_towers_one_iteration(capsys, tmp_path):
     plot = tmp_path / "sim.png"

@@ -465,7 +465,7 @@ def _kl_data():
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1], 10)
     X = rng.standard_normal((20, 3)) + 2.0 * y[:, None]
-    return (X, None, None, y)
+    return (X, y)
 
 
 CASES.append(
@@ -503,20 +503,12 @@ CASES.append(
             {"random_state": "x"},
         ],
         bad_inputs=[
-            (
-                (np.full((20, 3), np.nan), None, None, np.zeros(20)),
-                DataValidationError,
-                "NaN",
-            ),
-            ((np.zeros((20, 3)), [[0, 20]]), DataValidationError, "out of range"),
-            ((np.zeros((20, 3)), [[4, 4]]), DataValidationError, "self-pair"),
-            (
-                (np.zeros((20, 3)), [[1, 2]], [[2, 1]]),
-                DataValidationError,
-                "both a must-link and a cannot-link",
-            ),
+            # pairs are keyword-only (fit(X, y=None, *, must_link, cannot_link)):
+            # their bad values are tests/sdp/test_estimators.py::test_bad_fit_input
+            ((np.full((20, 3), np.nan), np.zeros(20)), DataValidationError, "NaN"),
+            ((np.zeros((20, 3)), np.zeros(19)), DataValidationError, "one label"),
             ((np.zeros((20, 3)),), DataValidationError, "must_link"),
-            ((np.zeros((2, 3)), [[0, 1]]), InvalidParameterError, "n_components"),
+            ((np.zeros((2, 3)), [0, 1]), InvalidParameterError, "n_components"),
             (("text",), DataValidationError, "cannot read"),
         ],
     )

@@ -1,4 +1,8 @@
-"""Shared pieces of the sdp benchmarks: data, clustering, Rand index, the scipy peer.
+"""What only the sdp benchmarks share: their data, k-means on a factor, the scipy peer.
+
+The library's own pieces come from the library (``embedopt.data.load_libsvm``,
+``embedopt.metrics.rand_index`` / ``nearest_neighbor_accuracy``) and from
+``benchmarks/_shared.py`` (``CpuClock``, ``time_to``, the peak-RSS probes).
 
 Import it first in a script: it runs NumPy's BLAS (and OpenMP) on one thread,
 which only works before NumPy loads. Measured here: with the default
@@ -20,6 +24,11 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
+from embedopt.data import load_libsvm  # noqa: E402
+
+#: Columns of the LIBSVM adult files (a1a ... a9a): 123 binary features.
+ADULT_FEATURES = 123
+
 
 def data_dir() -> Path:
     """``$EMBEDOPT_DATA`` (the shared data folder), else ``../shared/data``."""
@@ -29,31 +38,15 @@ def data_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
-def read_svmlight(path, n_features: int = 123):
-    """An svmlight file as (CSR features, int labels), without scikit-learn."""
-    rows, cols, vals, labels = [], [], [], []
-    with open(path) as fh:
-        for r, line in enumerate(fh):
-            label, *items = line.split()
-            labels.append(int(float(label)))
-            for item in items:
-                k, v = item.split(":")
-                rows.append(r)
-                cols.append(int(k) - 1)
-                vals.append(float(v))
-    X = sp.csr_matrix((vals, (rows, cols)), shape=(len(labels), n_features))
-    return X, np.asarray(labels)
-
-
 def adult(name: str, rng=None):
     """``a1a``, ``a9a``, or ``a9a:<n>`` (n rows of a9a drawn without replacement)."""
     folder = data_dir() / "libsvm-adult"
     if ":" in name:
         base, size = name.split(":")
-        X, y = read_svmlight(folder / base)
+        X, y = load_libsvm(folder / base, ADULT_FEATURES)
         idx = np.sort(np.random.default_rng(rng).choice(len(y), int(size), False))
         return X[idx], y[idx]
-    return read_svmlight(folder / name)
+    return load_libsvm(folder / name, ADULT_FEATURES)
 
 
 def kmeans(V: np.ndarray, k: int, n_init: int = 10, seed: int = 0) -> np.ndarray:
@@ -70,60 +63,12 @@ def kmeans(V: np.ndarray, k: int, n_init: int = 10, seed: int = 0) -> np.ndarray
     return best
 
 
-def rand_index(a, b) -> float:
-    """Rand (1971): the fraction of the n(n-1)/2 pairs on which a and b agree.
-
-    From the contingency table, O(n + k^2), so a9a's 5e8 pairs cost nothing.
-    """
-    a = np.unique(np.asarray(a), return_inverse=True)[1]
-    b = np.unique(np.asarray(b), return_inverse=True)[1]
-    n = len(a)
-    table = np.zeros((a.max() + 1, b.max() + 1))
-    np.add.at(table, (a, b), 1)
-
-    def pairs(x):
-        return float((x * (x - 1) / 2).sum())
-
-    total = n * (n - 1) / 2
-    same_both = pairs(table)
-    same_a, same_b = pairs(table.sum(1)), pairs(table.sum(0))
-    return (total + 2 * same_both - same_a - same_b) / total
-
-
 def digits(n: int | None = None):
     """The first n of the 1,797 8x8 digits (features 0..16, labels 0..9)."""
     from embedopt.data import load_digits
 
     d = load_digits(data_dir())
     return d.X[:n], d.y[:n]
-
-
-def reset_peak_rss() -> float:
-    """Reset this process's peak resident memory (Linux); return the current RSS, MiB.
-
-    Writing 5 to ``/proc/self/clear_refs`` sets VmHWM back to VmRSS, so
-    :func:`peak_rss_mb` after a call measures that call's peak.
-    """
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return _status_kb("VmRSS") / 1024
-    except OSError:
-        return float("nan")
-
-
-def peak_rss_mb() -> float:
-    """Peak resident memory since :func:`reset_peak_rss`, MiB (NaN off Linux)."""
-    try:
-        return _status_kb("VmHWM") / 1024
-    except OSError:
-        return float("nan")
-
-
-def _status_kb(key: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    raise OSError(key)
 
 
 class ScipyBurerMonteiro:
@@ -175,7 +120,7 @@ class ScipyBurerMonteiro:
         dict
             ``V``, ``objective`` (final), ``n_iter``, ``reached``, ``message``,
             ``time`` and ``objective_history`` (per iteration; process time
-            since the start, as :class:`CpuClock` records for embedopt).
+            since the start, as ``_shared.CpuClock`` records for embedopt).
         """
         from scipy.optimize import minimize
 
@@ -205,39 +150,3 @@ class ScipyBurerMonteiro:
             "time": np.asarray(times),
             "objective_history": np.asarray(values),
         }
-
-
-class CpuClock:
-    """A solver callback recording the process time of every iteration.
-
-    embedopt's histories and ``time_limit`` use the wall clock, which a
-    loaded shared machine stretches; benchmarks compare CPU time. Pass an
-    instance as ``callback``: ``times`` then has one entry per history row,
-    and the solver stops (``stop_reason == "callback"``) once ``limit``
-    CPU seconds are spent.
-    """
-
-    def __init__(self, limit: float | None = None):
-        self.t0 = time.process_time()
-        self.limit = limit
-        self.times: list[float] = []
-
-    def __call__(self, state) -> bool:
-        self.times.append(time.process_time() - self.t0)
-        return self.limit is not None and self.times[-1] >= self.limit
-
-
-def time_to(times, values, threshold) -> float:
-    """First time at which ``values <= threshold`` (NaN if never)."""
-    hit = np.nonzero(np.asarray(values) <= threshold)[0]
-    return float(np.asarray(times)[hit[0]]) if hit.size else float("nan")
-
-
-def loo_1nn_accuracy(E, y) -> float:
-    """Leave-one-out 1-nearest-neighbour accuracy of the rows of E (Euclidean)."""
-    E = np.asarray(E, dtype=np.float64)
-    sq = (E * E).sum(1)
-    d2 = sq[:, None] + sq[None, :] - 2 * E @ E.T
-    np.fill_diagonal(d2, np.inf)
-    y = np.asarray(y)
-    return float((y[d2.argmin(1)] == y).mean())

@@ -40,14 +40,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
 from _common import (  # first: one BLAS thread before NumPy loads
-    CpuClock,
     ScipyBurerMonteiro,
     digits,
-    peak_rss_mb,
-    reset_peak_rss,
 )
 
 import _shared
+from _shared import CpuClock, peak_rss_mb, reset_peak_rss
 
 # The exact rows need CVXPY (benchmarks/sdp/requirements.txt); without it they
 # are left out with a note.

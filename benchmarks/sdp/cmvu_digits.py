@@ -42,14 +42,10 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
-from _common import (  # first: one BLAS thread before NumPy loads
-    CpuClock,
-    digits,
-    loo_1nn_accuracy,
-    time_to,
-)
+from _common import digits  # first: one BLAS thread before NumPy loads
 
 import _shared
+from _shared import CpuClock, time_to
 
 METHODS = ("aagd", "bm_agd", "bm_lbfgs", "fw")
 LABELS = {"aagd": "AAGD", "bm_agd": "BM-AGD", "bm_lbfgs": "BM-L-BFGS", "fw": "FW"}
@@ -202,26 +198,31 @@ def _plots(out, y, stem):
     fig.savefig(f"{stem}_embedding.png", dpi=120)
 
 
-def main():
+def _configure():
+    """The options (sizes by mode), the data and the CMVU problem."""
     args = _args()
     _shared.limit_threads(args.threads or 1)
+    args.n = args.n or (300 if args.quick else 1797)
+    args.rank = args.rank or (20 if args.quick else 40)
+    args.time_limit = args.time_limit or (6.0 if args.quick else 45.0)
+    args.ref_time = args.ref_time or (20.0 if args.quick else 90.0)
+    args.n_neighbors = args.n_neighbors or max(1, round(0.01 * args.n))
+    X, y = digits(args.n)
+    return args, X, y, _problem(X, y, args.n_neighbors, args)
+
+
+def _run_all(problem, args):
+    """The reference f*, then every method from the same start to its target."""
     import numpy as np
 
-    n = args.n or (300 if args.quick else 1797)
-    args.rank = args.rank or (20 if args.quick else 40)
-    time_limit = args.time_limit or (6.0 if args.quick else 45.0)
-    ref_time = args.ref_time or (20.0 if args.quick else 90.0)
-    X, y = digits(n)
-    k = args.n_neighbors or max(1, round(0.01 * n))
-    problem = _problem(X, y, k, args)
-    ref = _reference(problem, args, ref_time)
+    ref = _reference(problem, args, args.ref_time)
     target = ref["f"] + args.accuracy * abs(ref["f"])
     rng = np.random.default_rng(args.seed)
-    V0 = rng.normal(size=(n, args.rank)) / np.sqrt(args.rank)
+    V0 = rng.normal(size=(args.n, args.rank)) / np.sqrt(args.rank)
     tau = 2.0 * ref["trace"]
     runs = {}
     for name in METHODS:
-        runs[name] = _run(name, problem, V0, target, tau, args, time_limit)
+        runs[name] = _run(name, problem, V0, target, tau, args, args.time_limit)
         rec = runs[name]
         print(
             LABELS[name],
@@ -231,10 +232,17 @@ def main():
             f"rel err {(rec['objective'] - ref['f']) / abs(ref['f']):.2e}",
             flush=True,
         )
+    return ref, tau, runs
+
+
+def _results(problem, X, y, ref, tau, runs, args) -> dict:
+    """What the JSON holds: the reference, the runs and the 1-NN accuracies."""
+    from embedopt.metrics import nearest_neighbor_accuracy
+
     E = _embedding(runs["aagd"]["V"])
-    out = {
-        "n": n,
-        "n_neighbors": k,
+    return {
+        "n": args.n,
+        "n_neighbors": args.n_neighbors,
         "n_pairs": problem.n_pairs,
         "rank": args.rank,
         "accuracy": args.accuracy,
@@ -244,21 +252,25 @@ def main():
             m: {key: v for key, v in r.items() if key != "V"} for m, r in runs.items()
         },
         "embedding": E,
-        "knn_accuracy_2d": loo_1nn_accuracy(E, y),
-        "knn_accuracy_2d_reference": loo_1nn_accuracy(_embedding(ref["V"]), y),
-        "knn_accuracy_pixels": loo_1nn_accuracy(X, y),
+        "knn_accuracy_2d": nearest_neighbor_accuracy(E, y),
+        "knn_accuracy_2d_reference": nearest_neighbor_accuracy(_embedding(ref["V"]), y),
+        "knn_accuracy_pixels": nearest_neighbor_accuracy(X, y),
     }
-    rows = []
+
+
+def _table(out, args) -> str:
+    """The Markdown table (CPU time to each accuracy level) and its note."""
+    ref, rows = out["reference"], []
     levels = (1e-2, 1e-4, args.accuracy)
     for name in METHODS:
-        rec = runs[name]
+        rec = out["runs"][name]
         rel = (rec["objective"] - ref["f"]) / abs(ref["f"])
         hits = [
             time_to(rec["time"], rec["objective_history"], ref["f"] + a * abs(ref["f"]))
             for a in levels
         ]
         times = zip(levels, hits, strict=True)
-        out["runs"][name]["time_to"] = {f"{a:g}": t for a, t in times}
+        rec["time_to"] = {f"{a:g}": t for a, t in times}
         rows.append(
             [
                 LABELS[name],
@@ -272,10 +284,9 @@ def main():
         )
     headers = ["solver", *(f"CPU s to {a:g}" for a in levels)]
     headers += ["iterations", "CPU s (run)", "stop", "rank", "final rel. error"]
-    table = _shared.markdown_table(headers, rows)
-    table += (
-        f"\n\nn = {n}, {k}-NN pairs |N| = {problem.n_pairs}, r = {args.rank}, "
-        f"lambda = {args.lam}; f* = {ref['f']:.10g} (BM-L-BFGS, "
+    return _shared.markdown_table(headers, rows) + (
+        f"\n\nn = {args.n}, {args.n_neighbors}-NN pairs |N| = {out['n_pairs']}, "
+        f"r = {args.rank}, lambda = {args.lam}; f* = {ref['f']:.10g} (BM-L-BFGS, "
         f"{ref['cpu_s']:.3g} s, {ref['stop_reason']}), lambda_min(G) = "
         f"{ref['lambda_min_G']:.2e}, ||G||_2 = {ref['lambda_max_G']:.3g}. "
         f"Leave-one-out 1-NN accuracy: 2-d CMVU embedding (AAGD) "
@@ -283,13 +294,23 @@ def main():
         f"{100 * out['knn_accuracy_2d_reference']:.1f} %), raw pixels "
         f"{100 * out['knn_accuracy_pixels']:.1f} %.\n"
     )
+
+
+def _report(out, y, args) -> None:
+    """Write the JSON, the Markdown table and the plots."""
+    table = _table(out, args)
     name = "sdp_cmvu_digits" + ("_quick" if args.quick else "")
-    config = {**vars(args), "n": n, "time_limit": time_limit, "ref_time": ref_time}
-    path = _shared.write(name, args.out, config, out, table)
+    path = _shared.write(name, args.out, vars(args), out, table)
     if not args.no_plots:
         _plots(out, y, str(Path(args.out) / name))
     print(table)
     print("wrote", path)
+
+
+def main():
+    args, X, y, problem = _configure()
+    ref, tau, runs = _run_all(problem, args)
+    _report(_results(problem, X, y, ref, tau, runs, args), y, args)
 
 
 if __name__ == "__main__":

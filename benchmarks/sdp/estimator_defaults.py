@@ -1,6 +1,6 @@
 """The sdp estimators with their defaults: which solver should ``solver="auto"`` run.
 
-``KernelLearning(random_state=s).fit(X, y=y)`` (NPKL: rank 10, lambda = 1,
+``KernelLearning(random_state=s).fit(X, y)`` (NPKL: rank 10, lambda = 1,
 5-NN Laplacian, n // 2 pairs of each kind sampled from the labels) and
 ``ColoredMVU(random_state=s).fit(X, y)`` (CMVU: rank 2, 5-NN pairs,
 lambda = 1), every parameter at its default (``max_iter``, ``tol``
@@ -11,7 +11,8 @@ Per fit: process time and wall time of ``fit`` (one thread), the final
 objective ``objective_``, ``n_iter_``, ``stop_reason_``, whether a
 ``ConvergenceWarning`` was raised, and the quality a user sees: the Rand
 index (Rand 1971, all pairs) of ``cluster(n_classes)`` against the labels
-(NPKL), the leave-one-out 1-NN accuracy of the embedding (CMVU). The
+(NPKL), the leave-one-out 1-NN accuracy of the embedding (CMVU): each
+estimator's ``score(X, y)``. The
 solvers run interleaved within each repeat (seeds ``--seed`` ...);
 the table holds medians over the repeats, and each solver's time and
 objective relative to AAGD's fit of the same seed (median of the per-seed
@@ -21,7 +22,7 @@ ratios).
     python benchmarks/sdp/estimator_defaults.py           # 4 problems, 5 seeds
 
 Data: the 8x8 digits (``embedopt.data.load_digits``) and LIBSVM adult a1a
-(``$EMBEDOPT_DATA/libsvm-adult/a1a``, read as ``npkl_adult.py`` does).
+(``$EMBEDOPT_DATA/libsvm-adult/a1a``, ``embedopt.data.load_libsvm``).
 Writes results/sdp_estimator_defaults[_quick].{json,md}.
 """
 
@@ -33,12 +34,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
-from _common import (  # first: one BLAS thread before NumPy loads
-    adult,
-    digits,
-    loo_1nn_accuracy,
-    rand_index,
-)
+from _common import adult, digits  # first: one BLAS thread before NumPy loads
 
 import _shared
 
@@ -96,8 +92,6 @@ def _data(name, n):
 def _fit(kind, solver, X, y, seed, device="cpu", **extra):
     """One default fit (``extra``: non-default options); its record (times,
     objective, quality, warnings)."""
-    import numpy as np
-
     from embedopt import ConvergenceWarning
     from embedopt.sdp import ColoredMVU, KernelLearning
 
@@ -108,15 +102,10 @@ def _fit(kind, solver, X, y, seed, device="cpu", **extra):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0, w0 = time.process_time(), time.perf_counter()
-        if kind == "npkl":
-            est.fit(X, y=y)
-        else:
-            est.fit(X, y)
+        est.fit(X, y)
         cpu, wall = time.process_time() - t0, time.perf_counter() - w0
-    if kind == "npkl":
-        quality = rand_index(est.cluster(len(np.unique(y))), y)
-    else:
-        quality = loo_1nn_accuracy(est.embedding_, y)
+    # the Rand index of cluster(n_classes) (NPKL), the 1-NN accuracy (CMVU)
+    quality = est.score(X, y)
     return {
         "solver": getattr(est, "solver_", est.solver),
         "cpu_s": cpu,
@@ -178,70 +167,86 @@ def _rows(key, runs, solvers):
     return rows
 
 
-def main():
+def _configure():
+    """The options, the problems with their data, and the number of repeats."""
     args = _args()
     _shared.limit_threads(args.threads or 1)
     problems = _problems(args)
     repeats = args.repeats or (2 if args.quick else 5)
     loaded = {(d, n): _data(d, n) for _, d, n in problems}
-    runs = {p: {s: [] for s in args.solvers} for p in problems}
-    for rep in range(repeats):
-        seed = args.seed + rep
-        for p in problems:
-            X, y = loaded[p[1:]]
-            f_ref = float("inf")
-            if not args.no_reference:  # off the table's clock
-                ref = _fit(p[0], "bm_lbfgs", X, y, seed, args.device, **REFERENCE)
-                f_ref = ref["objective"]
-            for solver in args.solvers:
-                rec = _fit(p[0], solver, X, y, seed, args.device)
-                runs[p][solver].append(rec)
-            # f*: the best objective of this seed (the reference, or a fit)
-            f_ref = min([f_ref] + [runs[p][s][-1]["objective"] for s in args.solvers])
-            for solver in args.solvers:
-                rec = runs[p][solver][-1]
-                rec["f_ref"] = f_ref
-                rec["rel_error"] = (rec["objective"] - f_ref) / abs(f_ref)
-                print(
-                    seed,
-                    *p,
-                    f"rel err {rec['rel_error']:.2e}",
-                    solver,
-                    rec["solver"],
-                    f"cpu {rec['cpu_s']:.3f} s wall {rec['wall_s']:.3f} s",
-                    f"f {rec['objective']:.10g} it {rec['n_iter']}",
-                    rec["stop_reason"],
-                    "ConvergenceWarning" if rec["convergence_warning"] else "",
-                    f"quality {rec['quality']:.4f}",
-                    flush=True,
-                )
+    return args, problems, repeats, loaded
+
+
+def _run_repeat(args, problems, loaded, runs, seed) -> None:
+    """One seed: the reference and every solver's fit on every problem."""
+    for p in problems:
+        X, y = loaded[p[1:]]
+        f_ref = float("inf")
+        if not args.no_reference:  # off the table's clock
+            ref = _fit(p[0], "bm_lbfgs", X, y, seed, args.device, **REFERENCE)
+            f_ref = ref["objective"]
+        for solver in args.solvers:
+            runs[p][solver].append(_fit(p[0], solver, X, y, seed, args.device))
+        # f*: the best objective of this seed (the reference, or a fit)
+        f_ref = min([f_ref] + [runs[p][s][-1]["objective"] for s in args.solvers])
+        for solver in args.solvers:
+            rec = runs[p][solver][-1]
+            rec["f_ref"] = f_ref
+            rec["rel_error"] = (rec["objective"] - f_ref) / abs(f_ref)
+            print(
+                seed,
+                *p,
+                f"rel err {rec['rel_error']:.2e}",
+                solver,
+                rec["solver"],
+                f"cpu {rec['cpu_s']:.3f} s wall {rec['wall_s']:.3f} s",
+                f"f {rec['objective']:.10g} it {rec['n_iter']}",
+                rec["stop_reason"],
+                "ConvergenceWarning" if rec["convergence_warning"] else "",
+                f"quality {rec['quality']:.4f}",
+                flush=True,
+            )
+
+
+_HEADERS = [
+    "estimator",
+    "data",
+    "n",
+    "solver",
+    "CPU s",
+    "wall s",
+    "AAGD CPU / this",
+    "objective",
+    "(f - f_AAGD) / |f_AAGD|",
+    "(f - f*) / |f*|",
+    "iterations",
+    "stop",
+    "ConvergenceWarning",
+    "RI / 1-NN (%)",
+]
+
+
+def _report(args, problems, repeats, loaded, runs) -> None:
+    """The table of medians, written with the per-fit records."""
     rows = []
     for p in problems:
         n = len(loaded[p[1:]][1])
         rows += _rows((p[0], p[1], n), runs[p], args.solvers)
-    headers = [
-        "estimator",
-        "data",
-        "n",
-        "solver",
-        "CPU s",
-        "wall s",
-        "AAGD CPU / this",
-        "objective",
-        "(f - f_AAGD) / |f_AAGD|",
-        "(f - f*) / |f*|",
-        "iterations",
-        "stop",
-        "ConvergenceWarning",
-        "RI / 1-NN (%)",
-    ]
-    table = _shared.markdown_table(headers, rows)
+    table = _shared.markdown_table(_HEADERS, rows)
     name = "sdp_estimator_defaults" + ("_quick" if args.quick else "")
     config = {**vars(args), "problems": problems, "repeats": repeats}
     results = {":".join(map(str, p)): runs[p] for p in problems}
     path = _shared.write(name, args.out, config, results, table)
     print(table)
     print("wrote", path)
+
+
+def main():
+    args, problems, repeats, loaded = _configure()
+    runs = {p: {s: [] for s in args.solvers} for p in problems}
+    for rep in range(repeats):
+        _run_repeat(args, problems, loaded, runs, args.seed + rep)
+    _report(args, problems, repeats, loaded, runs)
 
 
 if __name__ == "__main__":

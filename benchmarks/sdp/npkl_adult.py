@@ -32,7 +32,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
-from _common import adult, kmeans, rand_index
+from _common import adult, kmeans
 
 import _shared
 
@@ -85,6 +85,7 @@ def _one_run(X, y, lap, n_pairs, args, seed):
     """FW, then the three others to FW's objective; per-method records."""
     import numpy as np
 
+    from embedopt.metrics import rand_index
     from embedopt.sdp import NPKLProblem, sample_pairs
 
     ml, cl = sample_pairs(y, n_pairs, random_state=seed)

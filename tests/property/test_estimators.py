@@ -1136,20 +1136,37 @@ def _kl_fit_cases():
     X, y, ml, cl = _KL_X, _KL_Y, _KL_ML, _KL_CL
     n = len(X)
     lap = sp.csgraph.laplacian(sp.csr_matrix(np.ones((n, n)) - np.eye(n)))
+    pairs = {"must_link": ml, "cannot_link": cl}
     return st.one_of(
         bad_matrices(X).map(
             lambda b: case(
-                [b.value, ml, cl], bad=relabel(b, one_row=True, transposed=None)
+                [b.value], pairs, bad=relabel(b, one_row=True, transposed=None)
             )
         ),
-        junk().map(lambda b: case([b.value, ml, cl], bad=b)),
+        junk().map(lambda b: case([b.value], pairs, bad=b)),
         _pairs_matrix_cases(ml, n, role="must_link").map(
-            lambda b: case([X, b.value, cl], bad=b)
+            lambda b: case([X], {"must_link": b.value, "cannot_link": cl}, b)
         ),
         _pairs_matrix_cases(cl, n, role="cannot_link").map(
-            lambda b: case([X, ml, b.value], bad=b)
+            lambda b: case([X], {"must_link": ml, "cannot_link": b.value}, b)
         ),
-        junk("must_link").map(lambda b: case([X, b.value], bad=b)),
+        junk("must_link").map(lambda b: case([X], {"must_link": b.value}, b)),
+        bad_values(y).map(
+            lambda b: case(
+                [X, b.value],
+                bad=relabel(
+                    b,
+                    nan=None,
+                    inf=None,
+                    str=False,
+                    object_none=None,
+                    complex=False,
+                    shorter=True,
+                    empty=True,
+                    extra_dim=True,
+                ),
+            )
+        ),
         bad_values(y).map(
             lambda b: case(
                 [X],
@@ -1176,7 +1193,7 @@ def _kl_fit_cases():
                 borderline(lap, "laplacian complete graph"),
                 borderline(sp.csr_matrix((n, n)), "laplacian zero"),
             ]
-        ).map(lambda b: case([X, ml, cl], {"laplacian": b.value}, b)),
+        ).map(lambda b: case([X], {**pairs, "laplacian": b.value}, b)),
         st.sampled_from(
             [
                 refuse({"y": np.zeros(n)}, "one class"),
@@ -1249,7 +1266,7 @@ KERNEL_LEARNING = Subject(
     cls=KernelLearning,
     base=dict(n_components=3, n_neighbors=3, max_iter=30, random_state=0, device="cpu"),
     fit_cases=_kl_fit_cases,
-    fit_args=lambda: (_KL_X, _KL_ML, _KL_CL),
+    fit_args=lambda: (_KL_X, _KL_Y),
     check_fitted=_kl_check,
     budget=frozenset({"max_iter"}),
     methods={

@@ -506,7 +506,7 @@ def kernel_model():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)  # two separate clusters
         return KernelLearning(2, n_neighbors=3, max_iter=20, random_state=0).fit(
-            _KL_X, [[0, 1]], [[0, 6]]
+            _KL_X, must_link=[[0, 1]], cannot_link=[[0, 6]]
         )
 
 
@@ -523,12 +523,16 @@ def test_sdp_labels_must_be_classes(y):
 )
 def test_pairs_of_text_booleans_or_ragged_lists_are_refused(pairs):
     with pytest.raises(DataValidationError, match="must_link"):
-        KernelLearning(2, n_neighbors=3, random_state=0).fit(_KL_X, pairs, [[0, 6]])
+        KernelLearning(2, n_neighbors=3, random_state=0).fit(
+            _KL_X, must_link=pairs, cannot_link=[[0, 6]]
+        )
 
 
 def test_no_pairwise_constraints_at_all_is_refused():
     with pytest.raises(DataValidationError, match="No pairwise constraints"):
-        KernelLearning(2, n_neighbors=3, random_state=0).fit(_KL_X, [], [])
+        KernelLearning(2, n_neighbors=3, random_state=0).fit(
+            _KL_X, must_link=[], cannot_link=[]
+        )
 
 
 @pytest.mark.parametrize("X", [np.zeros((12, 0)), _KL_X + 1j])

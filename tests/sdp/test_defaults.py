@@ -14,8 +14,14 @@ import pytest
 import torch
 
 from embedopt._core import InvalidParameterError
-from embedopt.sdp import SOLVERS, ColoredMVU, KernelLearning
-from embedopt.sdp.estimators import _resolve_solver
+from embedopt.sdp import (
+    SOLVERS,
+    CMVUProblem,
+    ColoredMVU,
+    KernelLearning,
+    NPKLProblem,
+    resolve_solver,
+)
 
 
 def _three_classes(n, seed):
@@ -49,11 +55,12 @@ def test_explicit_aagd_still_runs_aagd(Est):
 def test_auto_per_device():
     # no GPU needed: the choice is a function of the device type
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
-    assert _resolve_solver(KernelLearning(), cpu) == "bm_lbfgs"
-    assert _resolve_solver(KernelLearning(), cuda) == "aagd"
-    assert _resolve_solver(ColoredMVU(), cpu) == "bm_lbfgs"
-    assert _resolve_solver(ColoredMVU(), cuda) == "bm_lbfgs"
-    assert _resolve_solver(KernelLearning(solver="bm_agd"), cuda) == "bm_agd"
+    assert resolve_solver("auto", NPKLProblem, cpu) == "bm_lbfgs"
+    assert resolve_solver("auto", NPKLProblem, cuda) == "aagd"
+    assert resolve_solver("auto", CMVUProblem, cpu) == "bm_lbfgs"
+    assert resolve_solver("auto", CMVUProblem, cuda) == "bm_lbfgs"
+    assert resolve_solver("bm_agd", NPKLProblem, cuda) == "bm_agd"
+    assert resolve_solver("BM-AGD", CMVUProblem, cpu) == "bm_agd"
 
 
 @pytest.mark.parametrize("Est", [KernelLearning, ColoredMVU])
@@ -89,7 +96,8 @@ def test_default_tol_per_solver(monkeypatch, solver, tol, expected):
 
     monkeypatch.setitem(SOLVERS._entries, name, spy)
     X, y = _three_classes(30, 0)
-    KernelLearning(2, solver=solver, tol=tol, random_state=0).fit(X, y=y)
+    # on the CPU: "auto" resolves per device (test_auto_per_device)
+    KernelLearning(2, solver=solver, tol=tol, random_state=0, device="cpu").fit(X, y)
     assert seen == [expected]
 
 
@@ -98,8 +106,8 @@ def test_default_npkl_fit_ends_below_aagds():
     # (BM-L-BFGS, tol 1e-8) -1.9e-7, BM-L-BFGS at tol 1e-7 +2.6e-7, BM-AGD
     # +2.0e-5; AAGD itself ties, so a strict test fails for every other choice.
     X, y = _three_classes(120, 2)
-    default = KernelLearning(random_state=0).fit(X, y=y)
-    aagd = KernelLearning(solver="aagd", random_state=0).fit(X, y=y)
+    default = KernelLearning(random_state=0, device="cpu").fit(X, y)
+    aagd = KernelLearning(solver="aagd", random_state=0, device="cpu").fit(X, y)
     assert default.solver_ == "bm_lbfgs" and default.stop_reason_ == "tol"
     assert default.objective_ < aagd.objective_
 

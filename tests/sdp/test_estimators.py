@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from embedopt._core import DataValidationError, InvalidParameterError, NotFittedError
+from embedopt.data import load_libsvm
+from embedopt.metrics import rand_index
 from embedopt.sdp import ColoredMVU, KernelLearning, NPKLProblem, knn_laplacian
 from tests.conftest import data_dir, requires_dataset
 
@@ -39,7 +41,9 @@ def test_objective_is_f_at_the_factor():
     ml = [[0, 1], [8, 9]]
     cl = [[0, 8], [9, 20]]
     lap = knn_laplacian(X, 5)
-    est = KernelLearning(4, lam=0.5, random_state=0).fit(X, ml, cl, laplacian=lap)
+    est = KernelLearning(4, lam=0.5, random_state=0, device="cpu").fit(
+        X, must_link=ml, cannot_link=cl, laplacian=lap
+    )
     prob = NPKLProblem(24, ml, cl, lap, lam=0.5)
     V = est.embedding_tensor_
     assert est.objective_ == pytest.approx(prob.value(V, V), rel=1e-12)
@@ -114,20 +118,6 @@ def test_disconnected_graph_warns():
         KernelLearning(2, n_neighbors=2, max_iter=5, tol=0.5).fit(X, y=y)
 
 
-def _read_svmlight(path, n_rows, n_features=123):
-    """The first rows of an svmlight file as dense features and labels."""
-    X = np.zeros((n_rows, n_features))
-    y = np.zeros(n_rows, dtype=int)
-    with open(path) as fh:
-        for row, line in zip(range(n_rows), fh, strict=False):
-            label, *items = line.split()
-            y[row] = int(float(label))
-            for item in items:
-                k, v = item.split(":")
-                X[row, int(k) - 1] = float(v)
-    return X, y
-
-
 def _rand_index(a, b):
     same_a = a[:, None] == a[None, :]
     same_b = b[:, None] == b[None, :]
@@ -138,7 +128,8 @@ def _rand_index(a, b):
 @requires_dataset("libsvm-adult")
 def test_a1a_smoke():
     # 400 rows of a1a, the paper's protocol in miniature (Sec. 5.1)
-    X, y = _read_svmlight(data_dir() / "libsvm-adult" / "a1a", 400)
+    X, y = load_libsvm(data_dir() / "libsvm-adult" / "a1a", 123, n_rows=400)
+    X = X.toarray()
     est = KernelLearning(5, lam=1.0, n_pairs=300, max_iter=1000, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -201,16 +192,17 @@ def test_colored_mvu_bad_input(X, y, err, match):
 
 
 def test_lam_auto_keeps_the_lambda_with_the_lowest_held_out_error():
-    from embedopt.sdp import estimators as est_mod
+    from embedopt.sdp import solvers as sdp_solvers
 
     X, y = _blobs(60, seed=1)
-    est = KernelLearning(3, lam="auto", n_pairs=60, random_state=0).fit(X, y=y)
+    est = KernelLearning(3, lam="auto", n_pairs=60, random_state=0, device="cpu")
+    est.fit(X, y)
     path = est.lam_path_
     lams, errs = path["lambdas"], path["heldout_error"]
-    assert list(lams) == list(est_mod._LAM_GRID[: len(lams)])
+    assert list(lams) == list(sdp_solvers.LAM_GRID[: len(lams)])
     # the path stops at the first lambda that does not improve, or at the end
     assert all(np.diff(errs)[:-1] < 0)
-    assert len(lams) == len(est_mod._LAM_GRID) or errs[-1] >= errs[-2]
+    assert len(lams) == len(sdp_solvers.LAM_GRID) or errs[-1] >= errs[-2]
     assert est.lam_ == lams[int(np.argmin(errs))]
     # the refit is on all pairs, at that lambda: its objective is eq. 13's
     lap = knn_laplacian(X, 5)
@@ -230,15 +222,79 @@ def test_lam_auto_keeps_the_lambda_with_the_lowest_held_out_error():
         np.concatenate([(K[ml[:, 0], ml[:, 1]] - 1) ** 2, K[cl[:, 0], cl[:, 1]] ** 2])
     )
     held_out = NPKLProblem(60, ml, cl, lam=0.0)
-    assert est_mod._held_out_error(held_out, V0) == pytest.approx(want, rel=1e-12)
+    assert sdp_solvers._held_out_error(held_out, V0) == pytest.approx(want, rel=1e-12)
 
 
 def test_lam_auto_falls_back_to_one_with_few_pairs_and_a_number_is_kept():
     X, _ = _blobs()
     ml, cl = [[0, 1], [8, 9], [2, 3]], [[0, 8], [9, 20]]
-    est = KernelLearning(3, lam="auto", random_state=0).fit(X, ml, cl)
+    pairs = {"must_link": ml, "cannot_link": cl}
+    est = KernelLearning(3, lam="auto", random_state=0).fit(X, **pairs)
     assert est.lam_ == 1.0 and est.lam_path_ is None
-    est = KernelLearning(3, lam=0.25, random_state=0).fit(X, ml, cl)
+    est = KernelLearning(3, lam=0.25, random_state=0).fit(X, **pairs)
     assert est.lam_ == 0.25 and est.lam_path_ is None
     with pytest.raises(InvalidParameterError, match="lam"):
-        KernelLearning(3, lam="best").fit(X, ml, cl)
+        KernelLearning(3, lam="best").fit(X, **pairs)
+
+
+# -- the scikit-learn contract ------------------------------------------------------
+def test_fit_takes_labels_second_and_pairs_by_keyword_only():
+    X, y = _blobs()
+    a = KernelLearning(3, n_pairs=20, random_state=0).fit(X, y)
+    b = KernelLearning(3, n_pairs=20, random_state=0).fit(X, y=y)
+    np.testing.assert_array_equal(a.embedding_, b.embedding_)
+    with pytest.raises(TypeError):
+        KernelLearning(3).fit(X, None, a.must_link_)  # no third positional
+
+
+def test_score_is_the_rand_index_of_the_clustering():
+    X, y = _blobs()
+    est = KernelLearning(3, n_pairs=20, random_state=0).fit(X, y)
+    score = est.score(X, y)
+    assert isinstance(score, float) and 0.0 <= score <= 1.0
+    assert score == rand_index(est.cluster(3), y)
+    with pytest.raises(DataValidationError, match="needs the class labels"):
+        est.score(X)
+    with pytest.raises(DataValidationError, match="transductive"):
+        est.score(X[:5], y[:5])
+    with pytest.raises(NotFittedError):
+        KernelLearning().score(X, y)
+
+
+def test_colored_mvu_score_is_the_1nn_accuracy():
+    from embedopt.metrics import nearest_neighbor_accuracy
+
+    X, y = _blobs()
+    est = ColoredMVU(2, n_neighbors=4, max_iter=300, random_state=0).fit(X, y)
+    assert est.score(X, y) == nearest_neighbor_accuracy(est.embedding_, y)
+    with pytest.raises(DataValidationError, match="needs the class labels"):
+        est.score(X)
+
+
+def test_sklearn_clone_pipeline_and_grid_search():
+    sklearn = pytest.importorskip("sklearn")
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    del sklearn
+    X, y = _blobs()
+    est = KernelLearning(3, n_pairs=20, max_iter=200, random_state=0)
+    assert clone(est).get_params() == est.get_params()
+    if not hasattr(est, "__sklearn_tags__"):  # scikit-learn >= 1.6 asks for them
+        pytest.skip("embedopt's BaseEstimator has no __sklearn_tags__ yet")
+    # a Pipeline hands y to the last step's fit as y: labels, not must-links
+    pipe = make_pipeline(StandardScaler(), est).fit(X, y)
+    ref = KernelLearning(3, n_pairs=20, max_iter=200, random_state=0).fit(
+        StandardScaler().fit_transform(X), y=y
+    )
+    np.testing.assert_array_equal(pipe[-1].embedding_, ref.embedding_)
+    assert pipe.score(X, y) == ref.score(X, y)
+    cmvu = make_pipeline(StandardScaler(), ColoredMVU(2, max_iter=200, random_state=0))
+    assert cmvu.fit_transform(X, y).shape == (len(X), 2)
+    # a grid search over the parameters, scored on the fitted patterns (the
+    # kernel is transductive: the "split" keeps every pattern)
+    everything = [(np.arange(len(X)), np.arange(len(X)))]
+    grid = GridSearchCV(est, {"lam": [0.1, 1.0]}, cv=everything).fit(X, y)
+    assert grid.best_params_["lam"] in (0.1, 1.0)

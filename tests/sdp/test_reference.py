@@ -25,7 +25,7 @@ def _cvxpy_solver(name):
 def test_aagd_matches_the_cvxpy_optimum_on_npkl(name):
     solver = _cvxpy_solver(name)
     prob = tiny_npkl()
-    exact = solve_exact(prob, solver, eps=1e-9)
+    exact = solve_exact(prob, solver=solver, eps=1e-9)
     assert exact.stop_reason == "tol"
     fstar = exact.history["objective"][0]
     # the CVXPY optimum is the dense projected-gradient one
@@ -42,7 +42,7 @@ def test_aagd_matches_the_cvxpy_optimum_on_npkl(name):
 def test_burer_monteiro_and_aagd_match_the_cvxpy_optimum_on_cmvu(labels):
     solver = _cvxpy_solver("clarabel")
     prob = tiny_cmvu(labels, n=15)
-    exact = solve_exact(prob, solver, eps=1e-9)
+    exact = solve_exact(prob, solver=solver, eps=1e-9)
     assert exact.stop_reason == "tol"
     fstar = exact.history["objective"][0]
     # r = 5 exceeds the rank of Z* (at most 4 here): the factor problems are exact
@@ -57,7 +57,7 @@ def test_time_limit_and_iteration_limit_reach_the_solver():
     solver = _cvxpy_solver("scs")
     prob = tiny_npkl()
     with pytest.warns(UserWarning, match="inaccurate"):  # CVXPY says so itself
-        res = solve_exact(prob, solver, eps=1e-12, max_iter=5)
+        res = solve_exact(prob, solver=solver, eps=1e-12, max_iter=5)
     assert res.n_iter == 5
     assert res.stop_reason != "tol"
     assert res.history["objective"][0] > reference_optimum()
@@ -73,7 +73,7 @@ def test_bad_arguments_are_refused_before_any_work():
     with pytest.raises(InvalidParameterError, match="NPKLProblem or a CMVUProblem"):
         solve_exact(object())
     with pytest.raises(InvalidParameterError, match="'solver' parameter"):
-        solve_exact(tiny_npkl(), "mosek")
+        solve_exact(tiny_npkl(), solver="mosek")
     with pytest.raises(InvalidParameterError, match="'eps' parameter"):
         solve_exact(tiny_npkl(), eps=0.0)
     with warnings.catch_warnings():

@@ -8,7 +8,6 @@ import numpy as np
 
 from ._common import (
     ITERATION_COLUMNS,
-    CommandError,
     add_choice_option,
     add_data_dir_option,
     add_float_option,
@@ -46,8 +45,20 @@ DESCRIPTION = (
 
 def add_arguments(p) -> None:
     """Add the options of ``embedopt sdp`` to the parser ``p``."""
-    from ..sdp import SOLVERS
+    _add_problem_options(p)
+    _add_solver_options(p)
+    add_run_options(
+        p,
+        "iteration",
+        plot="the objective vs time (and, for cmvu, the 2-d embedding)",
+    )
+    # the SDP objective is certified to 1e-6 relative: float64 by default
+    # tol None: the solver's own default (1e-7; 1e-8 for bm_lbfgs)
+    p.set_defaults(dtype="float64", tol=None)
 
+
+def _add_problem_options(p) -> None:
+    """The data and the problem built from it."""
     add_choice_option(
         p,
         "--data",
@@ -70,12 +81,6 @@ def add_arguments(p) -> None:
         help="use the first N patterns (default: all; 400 for synthetic)",
         minimum=2,
     )
-    add_int_option(
-        p,
-        "--rank",
-        default=None,
-        help="rank r of the factors (default: 10; 2 for cmvu)",
-    )
     add_float_option(
         p,
         "--lam",
@@ -91,6 +96,18 @@ def add_arguments(p) -> None:
         "n // 2 otherwise)",
     )
     add_int_option(p, "--n-neighbors", default=5, help="neighbours of the kNN graph")
+
+
+def _add_solver_options(p) -> None:
+    """The rank and the solver."""
+    from ..sdp import SOLVERS
+
+    add_int_option(
+        p,
+        "--rank",
+        default=None,
+        help="rank r of the factors (default: 10; 2 for cmvu)",
+    )
     add_choice_option(
         p,
         "--solver",
@@ -100,41 +117,6 @@ def add_arguments(p) -> None:
         "(bm_lbfgs on the CPU)",
     )
     add_int_option(p, "--max-iter", default=1000, help="iterations")
-    add_run_options(
-        p,
-        "iteration",
-        plot="the objective vs time (and, for cmvu, the 2-d embedding)",
-    )
-    # the SDP objective is certified to 1e-6 relative: float64 by default
-    # tol None: the solver's own default (1e-7; 1e-8 for bm_lbfgs)
-    p.set_defaults(dtype="float64", tol=None)
-
-
-def _read_libsvm(path, n_rows=None, n_features=_A1A_FEATURES):
-    """Dense features and labels of an svmlight / LIBSVM file (first ``n_rows``)."""
-    rows, labels = [], []
-    with open(path, encoding="latin-1") as fh:
-        for number, line in enumerate(fh, 1):
-            if n_rows is not None and len(labels) >= n_rows:
-                break
-            try:
-                label, *items = line.split()
-                x = np.zeros(n_features)
-                for item in items:
-                    k, v = item.split(":")
-                    if not 1 <= int(k) <= n_features:  # x[-1] would take a 0
-                        raise IndexError(k)
-                    x[int(k) - 1] = float(v)
-                labels.append(int(float(label)))
-            except (ValueError, IndexError, OverflowError):
-                raise CommandError(
-                    f"{path}, line {number}: not a LIBSVM line 'label k:v ...' "
-                    f"with 1 <= k <= {n_features}"
-                ) from None
-            rows.append(x)
-    if not rows:
-        raise CommandError(f"{path} has no LIBSVM lines 'label k:v ...'")
-    return np.array(rows), np.array(labels)
 
 
 def _synthetic(n, seed):
@@ -165,7 +147,7 @@ def _find_a1a(data_dir):
 
 def _load(args):
     """``(X, y, name)``; a1a falls back to synthetic data when it is absent."""
-    from ..data import load_digits
+    from ..data import load_digits, load_libsvm
 
     n = args.n
     if args.data == "digits":
@@ -174,8 +156,8 @@ def _load(args):
     if args.data == "a1a":
         path = _find_a1a(args.data_dir)
         if path is not None:
-            X, y = _read_libsvm(path, n)
-            return X, y, "a1a"
+            X, y = load_libsvm(path, _A1A_FEATURES, n_rows=n)
+            return X.toarray(), y, "a1a"
         print(
             warning_line(
                 "LIBSVM adult a1a not found under --data-dir or $EMBEDOPT_DATA "
@@ -186,40 +168,6 @@ def _load(args):
         )
     X, y = _synthetic(n or 400, args.seed)
     return X, y, "synthetic"
-
-
-def rand_index(a, b) -> float:
-    """Rand index of two labelings, from their contingency table (O(n + k^2)).
-
-    Parameters
-    ----------
-    a, b : array-like of int, shape (n,)
-
-    Returns
-    -------
-    float
-        The fraction of pattern pairs on which the labelings agree.
-    """
-    _, ia = np.unique(a, return_inverse=True)
-    _, ib = np.unique(b, return_inverse=True)
-    table = np.zeros((ia.max() + 1, ib.max() + 1))
-    np.add.at(table, (ia, ib), 1)
-
-    def pairs(c):
-        return float((c * (c - 1) / 2).sum())
-
-    n = len(ia)
-    total = n * (n - 1) / 2
-    same_both = pairs(table)
-    disagree = pairs(table.sum(1)) + pairs(table.sum(0)) - 2 * same_both
-    return 1.0 - disagree / total
-
-
-def _loo_1nn_accuracy(E, y) -> float:
-    sq = (E * E).sum(1)
-    D = sq[:, None] + sq[None, :] - 2 * E @ E.T
-    np.fill_diagonal(D, np.inf)
-    return float((y[D.argmin(1)] == y).mean())
 
 
 def _make_model(args):
@@ -248,6 +196,8 @@ _COLUMNS = (
 
 def run(args) -> int:
     """Run ``embedopt sdp``; return the exit status."""
+    from ..metrics import nearest_neighbor_accuracy, rand_index
+
     X, y, name = _load(args)
     if args.problem == "npkl" and args.n_pairs is None and name == "a1a":
         args.n_pairs = 1204  # the paper's a1a row (Table 1)
@@ -270,7 +220,7 @@ def run(args) -> int:
         "fit_seconds": total,
     }
     if args.problem == "cmvu":
-        out["loo_1nn_accuracy"] = _loo_1nn_accuracy(model.embedding_, y)
+        out["loo_1nn_accuracy"] = nearest_neighbor_accuracy(model.embedding_, y)
         print(
             f"\nleave-one-out 1-NN accuracy of the embedding: "
             f"{out['loo_1nn_accuracy']:.4f}"

@@ -16,6 +16,7 @@ from .interactions import (
     as_interactions,
     as_side_features,
 )
+from .libsvm import load_libsvm
 from .movielens import MovieLensRatings, load_movielens
 from .movielens_features import (
     GENRES_1M,
@@ -82,6 +83,7 @@ __all__ = [
     "load_digits",
     "load_eurodist",
     "load_glove",
+    "load_libsvm",
     "load_movielens",
     "load_movielens_side_features",
     "load_music_triplets",

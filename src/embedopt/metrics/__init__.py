@@ -1,5 +1,6 @@
 """Evaluation metrics."""
 
+from .clustering import nearest_neighbor_accuracy, rand_index
 from .embedding import procrustes_align, procrustes_distance, triplet_error
 from .label_retrieval import (
     label_precision_at_k,
@@ -24,12 +25,14 @@ __all__ = [
     "mae",
     "mean_average_precision",
     "ndcg_at_k",
+    "nearest_neighbor_accuracy",
     "nmse",
     "nmse_lowrank",
     "precision_at_k",
     "procrustes_align",
     "procrustes_distance",
     "quantization_distortion",
+    "rand_index",
     "recall_at_k",
     "retrieval_scores",
     "rmse",

@@ -8,36 +8,50 @@ chooses the rank), and nonparametric kernel learning (NPKL, eq. 13) as a
 problem and an estimator, and colored maximum variance unfolding (CMVU,
 eq. 23) likewise; :func:`solve_exact` is the dense CVXPY reference (optional
 extra ``exact``) that certifies them on small instances.
+
+Modules: ``problem`` (the problems), ``graphs`` (their kNN graphs),
+``solvers`` (AAGD, BM-L-BFGS, the registry and the estimators' policy),
+``gamma`` (AAGD's penalty estimate), ``baselines`` (BM-AGD, Frank-Wolfe),
+``reference`` (the CVXPY reference), ``estimators``.
 """
 
-from .cmvu import CMVUProblem, knn_pairs, one_hot_labels
+from .baselines import (
+    BURER_MONTEIRO_CONSTRAINTS,
+    FRANK_WOLFE_CONSTRAINTS,
+    bm_agd,
+    burer_monteiro,
+    frank_wolfe,
+    quartic_step,
+)
 from .estimators import ColoredMVU, KernelLearning
-from .frank_wolfe import FRANK_WOLFE_CONSTRAINTS, frank_wolfe
-from .problems import (
+from .gamma import GammaEstimate, estimate_gamma
+from .graphs import knn_laplacian, knn_pairs
+from .problem import (
+    CMVUProblem,
     FactorGradient,
     FactorProblem,
     NPKLProblem,
     check_pairs,
-    knn_laplacian,
+    one_hot_labels,
     sample_pairs,
 )
 from .reference import EXACT_SOLVERS, solve_exact
 from .solvers import (
     AAGD_CONSTRAINTS,
-    BURER_MONTEIRO_CONSTRAINTS,
+    BM_LBFGS_CONSTRAINTS,
     SOLVERS,
-    GammaEstimate,
     aagd,
-    bm_agd,
     bm_lbfgs,
-    burer_monteiro,
-    estimate_gamma,
+    default_tol,
+    get_solver,
     initial_factors,
-    quartic_step,
+    resolve_solver,
+    select_lam,
 )
 
 __all__ = [
     "AAGD_CONSTRAINTS",
+    "BM_LBFGS_CONSTRAINTS",
     "BURER_MONTEIRO_CONSTRAINTS",
     "EXACT_SOLVERS",
     "FRANK_WOLFE_CONSTRAINTS",
@@ -54,13 +68,17 @@ __all__ = [
     "bm_lbfgs",
     "burer_monteiro",
     "check_pairs",
+    "default_tol",
     "estimate_gamma",
     "frank_wolfe",
+    "get_solver",
     "initial_factors",
     "knn_laplacian",
     "knn_pairs",
     "one_hot_labels",
     "quartic_step",
+    "resolve_solver",
     "sample_pairs",
+    "select_lam",
     "solve_exact",
 ]

@@ -25,52 +25,25 @@ from .._core import (
     as_array,
     check_is_fitted,
     check_param,
+    fill_doc,
     resolve_random_state,
     to_numpy,
 )
-from .cmvu import CMVUProblem, knn_pairs, one_hot_labels
-from .problems import NPKLProblem, check_pairs, knn_laplacian, sample_pairs
-from .solvers import SOLVERS
+from ..metrics import nearest_neighbor_accuracy, rand_index
+from .graphs import knn_laplacian, knn_pairs
+from .problem import (
+    CMVUProblem,
+    NPKLProblem,
+    check_pairs,
+    one_hot_labels,
+    sample_pairs,
+)
+from .solvers import SOLVERS, default_tol, resolve_solver, select_lam
 
 __all__ = ["ColoredMVU", "KernelLearning"]
 
 # Estimator parameters that only some solvers take (by canonical solver name).
 _SOLVER_PARAMS = {"aagd": ("gamma",), "bm_agd": (), "bm_lbfgs": ()}
-
-#: ``tol`` when left at None, per resolved solver. AAGD and BM-AGD stop on the
-#: relative change of f; BM-L-BFGS on SciPy's tests (``ftol``, the decrease
-#: relative to ``max(|f|, 1)``, and ``gtol``), which at 1e-7 sometimes fired on
-#: one short step: its default NPKL fit then ended above AAGD's in 4 of 32
-#: digits problems (n = 100 ... 600) and 6 of 24 synthetic ones (n = 60, 120);
-#: at 1e-8 in none, at 1.0-1.2x the time of 1e-7 on the benchmark's problems
-#: and still faster than AAGD (benchmarks/sdp/README.md, "Estimator defaults").
-_DEFAULT_TOL = {"aagd": 1e-7, "bm_agd": 1e-7, "bm_lbfgs": 1e-8}
-
-
-#: ``lam="auto"`` of KernelLearning: the lambdas tried (decreasing, each
-#: solve warm-started from the previous one), the share of each kind of pair
-#: held out, the fewest held-out pairs of a kind it needs, and the lambda
-#: used below that.
-_LAM_GRID = (1.0, 0.1, 0.01, 0.001)
-_HELD_OUT_SHARE = 0.2
-_MIN_HELD_OUT = 5
-_FALLBACK_LAM = 1.0
-
-
-def _hold_out(pairs: np.ndarray, rng: np.random.Generator):
-    """(kept, held out): a random ``_HELD_OUT_SHARE`` of the pairs held out."""
-    order = rng.permutation(len(pairs))
-    cut = len(pairs) - round(_HELD_OUT_SHARE * len(pairs))
-    return pairs[np.sort(order[:cut])], pairs[np.sort(order[cut:])]
-
-
-def _held_out_error(held_out: NPKLProblem, V: torch.Tensor) -> float:
-    """Mean squared error of ``K_ij = <v_i, v_j>`` against ``T_ij`` (1 for a
-    must-link, 0 for a cannot-link) over the pairs of ``held_out`` (its
-    diagonal entries, which come after them, left out)."""
-    m = held_out.n_pairs
-    residual = held_out.pair_values(V, V)[:m] - held_out.pair_target[:m]
-    return float(residual.double().square().mean())
 
 
 def _features(X) -> np.ndarray:
@@ -147,25 +120,14 @@ def _start(estimator, X):
     return ctx, feats, n
 
 
-def _resolve_solver(estimator, device) -> str:
-    """The canonical name of the solver a fit runs: ``solver``, or for
-    ``"auto"`` the estimator's ``_auto_solver`` entry for the fit's device
-    type (a type it does not list takes the ``"cpu"`` entry)."""
-    if estimator.solver != "auto":
-        return SOLVERS.resolve_name(estimator.solver)
-    by_device = estimator._auto_solver
-    return by_device.get(torch.device(device).type, by_device["cpu"])
-
-
-def _solve(estimator, problem, ctx, init=None):
-    """The one solver call of an sdp estimator's fit (its parameters, its
-    context; ``init`` a starting factor, default a random one of rank
-    ``n_components``); sets ``solver_``, the solver that ran."""
-    name = _resolve_solver(estimator, ctx.device)
-    extra = estimator._param_values(_SOLVER_PARAMS[name])
-    tol = _DEFAULT_TOL[name] if estimator.tol is None else estimator.tol
+def _solve(estimator, solver: str, problem, ctx, init=None):
+    """The one solver call of an sdp estimator's fit: the resolved ``solver``
+    with the estimator's parameters and context; ``init`` a starting factor,
+    default a random one of rank ``n_components``."""
+    extra = estimator._param_values(_SOLVER_PARAMS[solver])
+    tol = default_tol(solver) if estimator.tol is None else estimator.tol
     try:
-        result = SOLVERS.get(name)(
+        return SOLVERS.get(solver)(
             problem,
             estimator.n_components if init is None else init,
             max_iter=estimator.max_iter,
@@ -179,13 +141,48 @@ def _solve(estimator, problem, ctx, init=None):
         # the step-size arithmetic (gamma, the quartic line search) before the
         # solver's own check of a non-finite objective sees it.
         raise NumericalInstabilityError(
-            f"{type(estimator).__name__}: the {name} solve overflowed "
+            f"{type(estimator).__name__}: the {solver} solve overflowed "
             f"({' '.join(str(exc).split())[:200]}). init_scale="
             f"{estimator.init_scale!r} or lam={estimator.lam!r} is too large for "
             "the scale of the data; lower them or rescale X."
         ) from exc
-    estimator.solver_ = name
-    return result
+
+
+#: The Parameters, Returns and Raises of both estimators' ``score``.
+_SCORE_DOC = """\
+Parameters
+----------
+X : array-like, shape (n, d)
+    The patterns of the fit (only their number is checked).
+y : array-like, shape (n,)
+    Their class labels (required).
+
+Returns
+-------
+float
+
+Raises
+------
+DataValidationError
+    X with another number of rows than the fit, or no labels."""
+
+
+def _score_labels(estimator, X, y) -> np.ndarray:
+    """The checked labels of ``score``: X must be the fitted patterns (n rows)."""
+    check_is_fitted(estimator, "embedding_")
+    n = estimator.embedding_.shape[0]
+    name = type(estimator).__name__
+    rows = _features(X).shape[0]
+    if rows != n:
+        raise DataValidationError(
+            f"{name} is transductive: score X must be the {n} patterns of the fit; "
+            f"got {rows} rows."
+        )
+    if y is None:
+        raise DataValidationError(
+            f"{name}.score needs the class labels y of the fitted patterns."
+        )
+    return _labels(y, n)
 
 
 class KernelLearning(BaseEstimator):
@@ -215,17 +212,12 @@ class KernelLearning(BaseEstimator):
         not lower), the lambda with the lowest held-out squared error of
         ``K_ij`` against its target (1 / 0) is kept, and the kernel is refit
         on all pairs from that solution; with fewer than 5 held-out pairs of
-        a kind it takes lambda = 1. Measured (BM-L-BFGS, ``n // 2`` pairs of
-        each kind from the labels, 2 samples): the held-out error and the
-        Rand index of :meth:`cluster` fall and rise together along the grid;
-        ``"auto"`` chose 0.001 on a1a (Rand index 90.6 / 91.4 % against 78.1
-        / 75.4 % at lambda = 1) and on the digits (99.87 / 99.93 % against
-        99.71 %), in 3.7-4.9 CPU-s on a1a and 2.0 s on the digits instead of
-        0.2-0.3 s. It is not the default because small lambdas converge
-        slowly: on a1a the refit stops at ``max_iter`` = 1000 (a
-        ConvergenceWarning at the default tol) for lambda 0.01 and 0.001.
-        The paper fixes lambda = 10 for its Laplacian, whose scale it does
-        not state (benchmarks/sdp/README.md).
+        a kind it takes lambda = 1 (:func:`~embedopt.sdp.select_lam`). The
+        held-out error and the Rand index of :meth:`cluster` fall and rise
+        together along the grid; ``"auto"`` is not the default because it
+        costs about 15x the time of one fit and small lambdas converge
+        slowly (benchmarks/sdp/README.md, "Rand index"). The paper fixes
+        lambda = 10 for its Laplacian, whose scale it does not state.
     n_neighbors : int
         Neighbours of the kNN graph.
     bandwidth : float, optional
@@ -234,15 +226,13 @@ class KernelLearning(BaseEstimator):
     solver : {"auto", "aagd", "bm_lbfgs", "bm_agd"}
         ``"auto"`` or a name of :data:`~embedopt.sdp.SOLVERS`. ``"auto"``
         runs ``"bm_lbfgs"`` on the CPU and ``"aagd"`` (the paper's method)
-        on CUDA; ``solver_`` says which ran. Measured with every other
-        parameter at its default (one thread, medians of 5 seeds,
-        benchmarks/sdp/README.md, "Estimator defaults"): BM-L-BFGS is
-        1.24x faster than AAGD on all 1,797 digits and 1.26x on a1a (CPU
-        time), and ends closer to the optimum (relative error 4.7e-8 vs
-        1.4e-6 on the digits, 1.4e-7 vs 5.5e-6 on a1a; lower than AAGD's
-        on every seed), with the same Rand index of :meth:`cluster`. On
-        CUDA, AAGD runs wholly on the device, while L-BFGS-B goes through
-        SciPy on the CPU every iteration (not measured yet).
+        on CUDA (:func:`~embedopt.sdp.resolve_solver`); ``solver_`` says
+        which ran. On the CPU, with every other parameter at its default,
+        BM-L-BFGS is faster than AAGD (1.24x on the digits) and ends closer
+        to the optimum, with the same Rand index of :meth:`cluster`
+        (benchmarks/sdp/estimator_defaults.py). On CUDA, AAGD runs wholly
+        on the device, while L-BFGS-B goes through SciPy on the CPU every
+        iteration.
     n_pairs : int, optional
         Must-links and cannot-links (of each kind) sampled from ``y`` when
         :meth:`fit` gets labels instead of pairs; default ``n // 2``.
@@ -253,12 +243,11 @@ class KernelLearning(BaseEstimator):
         Solver iterations.
     tol : float, optional
         Relative objective change that stops the solver (for
-        ``"bm_lbfgs"``, SciPy's ``ftol`` and ``gtol``). Default None: 1e-7,
-        and 1e-8 for ``"bm_lbfgs"``, whose SciPy tests at 1e-7 sometimes
-        stop on one short step above AAGD's objective (in 4 of 32 digits
-        problems with n = 100 ... 600 and 6 of 24 small synthetic ones;
-        in none at 1e-8, which costs 1.0-1.2x the time of 1e-7 on the
-        benchmark's problems, medians).
+        ``"bm_lbfgs"``, SciPy's ``ftol`` and ``gtol``). Default None:
+        :func:`~embedopt.sdp.default_tol`, 1e-7, and 1e-8 for
+        ``"bm_lbfgs"``, whose SciPy tests at 1e-7 sometimes stop on one
+        short step above AAGD's objective (benchmarks/sdp/README.md,
+        "Estimator defaults").
     init_scale : float
         Row norm of the random starting factor.
     random_state : None, int or numpy Generator
@@ -291,6 +280,13 @@ class KernelLearning(BaseEstimator):
     n_iter_ : int
     stop_reason_ : str
 
+    Notes
+    -----
+    The kernel is transductive: it covers the n patterns of the fit, so
+    :func:`~sklearn.base.clone` and a grid search over the parameters work
+    (:meth:`score` with the labels of the same patterns), but
+    ``cross_val_score`` with held-out patterns does not apply.
+
     Examples
     --------
     >>> import numpy as np
@@ -309,9 +305,6 @@ class KernelLearning(BaseEstimator):
         "n_pairs": [Interval(int, 1, None), None],
         **_SOLVE_CONSTRAINTS,
     }
-    #: What ``solver="auto"`` runs, by device type (the measurements in the
-    #: ``solver`` entry above; benchmarks/sdp/README.md, "Estimator defaults").
-    _auto_solver: ClassVar[dict] = {"cpu": "bm_lbfgs", "cuda": "aagd"}
 
     def __init__(
         self,
@@ -334,20 +327,8 @@ class KernelLearning(BaseEstimator):
     ):
         self._store_params(locals())
 
-    def _pairs(self, n, must_link, cannot_link, y, ctx):
-        if must_link is not None or cannot_link is not None:
-            return must_link, cannot_link
-        if y is None:
-            raise DataValidationError(
-                "Give pairwise constraints (must_link and/or cannot_link) or class "
-                "labels y to sample them from."
-            )
-        y = _labels(y, n)
-        n_pairs = self.n_pairs if self.n_pairs is not None else max(n // 2, 1)
-        return sample_pairs(y, n_pairs=n_pairs, random_state=ctx.random_state)
-
     def fit(
-        self, X, must_link=None, cannot_link=None, y=None, laplacian=None
+        self, X, y=None, *, must_link=None, cannot_link=None, laplacian=None
     ) -> KernelLearning:
         """Learn the kernel of the patterns X.
 
@@ -355,11 +336,11 @@ class KernelLearning(BaseEstimator):
         ----------
         X : array-like or scipy.sparse matrix, shape (n, d)
             Features, used for the kNN graph (unless ``laplacian`` is given).
-        must_link, cannot_link : array-like of int, shape (m, 2), optional
-            Pairs of patterns in the same / different classes.
         y : array-like, shape (n,), optional
             Class labels to sample ``n_pairs`` pairs of each kind from, when
-            no pairs are given (the paper's protocol).
+            no pairs are given (the paper's protocol); ignored otherwise.
+        must_link, cannot_link : array-like of int, shape (m, 2), optional
+            Pairs of patterns in the same / different classes.
         laplacian : scipy.sparse matrix, shape (n, n), optional
             A symmetric graph Laplacian replacing the kNN one.
 
@@ -377,66 +358,77 @@ class KernelLearning(BaseEstimator):
         """
         ctx, feats, n = _start(self, X)
         # the pairs are checked before the kNN graph, the first real work
-        ml, cl = check_pairs(*self._pairs(n, must_link, cannot_link, y, ctx), n)
+        ml, cl = self._pairs(n, y, must_link, cannot_link, ctx)
+        if laplacian is None:
+            laplacian = knn_laplacian(
+                feats, n_neighbors=self.n_neighbors, bandwidth=self.bandwidth
+            )
+        solver = resolve_solver(self.solver, NPKLProblem, ctx.device)
+        lam, init, self.lam_path_ = self._lam(n, ml, cl, laplacian, solver, ctx)
+        problem = NPKLProblem(
+            n, ml, cl, laplacian, lam=lam, device=ctx.device, dtype=ctx.dtype
+        )
+        result = _solve(self, solver, problem, ctx, init=init)
+        V = result.x
+        self.lam_, self.must_link_, self.cannot_link_ = lam, ml, cl
+        self.embedding_tensor_, self.embedding_ = V, to_numpy(V)
+        self._store_result(result, solver=solver, objective=problem.value(V, V))
+        return self
+
+    def _pairs(self, n, y, must_link, cannot_link, ctx):
+        """The checked (must-links, cannot-links): given, or sampled from y."""
+        if must_link is None and cannot_link is None:
+            if y is None:
+                raise DataValidationError(
+                    "Give pairwise constraints (must_link and/or cannot_link) or "
+                    "class labels y to sample them from."
+                )
+            y = _labels(y, n)
+            n_pairs = self.n_pairs if self.n_pairs is not None else max(n // 2, 1)
+            must_link, cannot_link = sample_pairs(
+                y, n_pairs=n_pairs, random_state=ctx.random_state
+            )
+        ml, cl = check_pairs(must_link, cannot_link, n)
         if len(ml) + len(cl) == 0:
             raise DataValidationError(
                 "No pairwise constraints: must_link and cannot_link are both empty. "
                 "Give at least one pair, or class labels y to sample them from."
             )
-        if laplacian is None:
-            laplacian = knn_laplacian(
-                feats, n_neighbors=self.n_neighbors, bandwidth=self.bandwidth
-            )
-        if self.lam == "auto":
-            lam, init, self.lam_path_ = self._select_lam(n, ml, cl, laplacian, ctx)
-        else:
-            lam, init, self.lam_path_ = float(self.lam), None, None
-        problem = NPKLProblem(
-            n, ml, cl, laplacian, lam=lam, device=ctx.device, dtype=ctx.dtype
-        )
-        result = _solve(self, problem, ctx, init=init)
-        self.lam_ = lam
-        V = result.x
-        self.embedding_tensor_ = V
-        self.embedding_ = to_numpy(V)
-        self.must_link_, self.cannot_link_ = ml, cl
-        self._store_result(result, objective=problem.value(V, V))
-        return self
+        return ml, cl
 
-    def _select_lam(self, n, ml, cl, laplacian, ctx):
-        """``lam="auto"``: (lambda, its factor on the training pairs, the path)."""
-        rng = ctx.random_state.numpy
-        held = [_hold_out(pairs, rng) for pairs in (ml, cl)]
-        if min(len(val) for _, val in held) < _MIN_HELD_OUT:
-            return _FALLBACK_LAM, None, None
-        (ml_fit, ml_val), (cl_fit, cl_val) = held
-        held_out = NPKLProblem(
-            n, ml_val, cl_val, lam=0.0, device=ctx.device, dtype=ctx.dtype
+    def _lam(self, n, ml, cl, laplacian, solver, ctx):
+        """(lambda, its warm start or None, the ``lam="auto"`` path or None)."""
+        if self.lam != "auto":
+            return float(self.lam), None, None
+
+        def solve(problem, init):
+            return _solve(self, solver, problem, ctx, init=init)
+
+        return select_lam(
+            solve,
+            n,
+            ml,
+            cl,
+            laplacian,
+            rng=ctx.random_state.numpy,
+            device=ctx.device,
+            dtype=ctx.dtype,
         )
-        lambdas, errors, best, init = [], [], None, None
-        # One training problem per lambda: lambda is part of its fused sparse
-        # pattern (G = S + lam Lap); building it is O(|Omega| + nnz(Lap)),
-        # small next to a solve.
-        for lam in _LAM_GRID:
-            problem = NPKLProblem(
-                n,
-                ml_fit,
-                cl_fit,
-                laplacian,
-                lam=lam,
-                device=ctx.device,
-                dtype=ctx.dtype,
-            )
-            V = _solve(self, problem, ctx, init=init).x
-            init = V
-            error = _held_out_error(held_out, V)
-            lambdas.append(lam)
-            errors.append(error)
-            if best is not None and error >= best[0]:
-                break
-            best = (error, lam, V)
-        path = {"lambdas": np.asarray(lambdas), "heldout_error": np.asarray(errors)}
-        return best[1], best[2], path
+
+    @fill_doc(score_doc=_SCORE_DOC)
+    def score(self, X, y=None) -> float:
+        """Rand index of kernel k-means on the learned kernel against labels y.
+
+        The kernel is transductive (it has no rows for new patterns) and its
+        objective depends on ``lam``, so the quality that compares fits is
+        the paper's: how well the kernel separates the classes, as the Rand
+        index (:func:`~embedopt.metrics.rand_index`, in [0, 1], higher is
+        better) of :meth:`cluster` with one cluster per class of y.
+
+        {score_doc}
+        """
+        y = _score_labels(self, X, y)
+        return rand_index(self.cluster(len(np.unique(y))), y)
 
     def kernel(self, i, j) -> np.ndarray:
         """Learned kernel values ``K_ij = <v_i, v_j>`` on demand.
@@ -538,17 +530,15 @@ class ColoredMVU(BaseEstimator):
         fourth power, the label term like its square).
     solver : {"auto", "aagd", "bm_lbfgs", "bm_agd"}
         ``"auto"`` or a name of :data:`~embedopt.sdp.SOLVERS`. ``"auto"``
-        runs ``"bm_lbfgs"`` on every device; ``solver_`` says which ran.
-        Measured with every other parameter at its default (one thread,
-        medians of 5 seeds, benchmarks/sdp/README.md, "Estimator
-        defaults"): AAGD stops at ``max_iter`` (a ConvergenceWarning) 0.46 %
-        (the first 300 digits) and 10 % (all 1,797) above the best rank-2
-        objective found, which BM-L-BFGS reaches (to 3e-7 and 2e-6) 6.4x
-        and 4.7x faster. AAGD's iterations, not their cost, are what is
-        missing (CMVU's large gradient forces a large gamma, see the
-        README), so a faster device would not close the gap. (The 1-NN
-        accuracy of the embedding is not the objective: 78.7 % vs AAGD's
-        82.3 % at n = 300, 89.6 % vs 88.4 % on all digits.)
+        runs ``"bm_lbfgs"`` on every device
+        (:func:`~embedopt.sdp.resolve_solver`); ``solver_`` says which ran.
+        With every other parameter at its default, AAGD stops at
+        ``max_iter`` (a ConvergenceWarning) above the best rank-2 objective
+        found (10 % above on all digits), which BM-L-BFGS reaches several
+        times faster (benchmarks/sdp/estimator_defaults.py). AAGD's
+        iterations, not their cost, are what is missing (CMVU's large
+        gradient forces a large gamma), so a faster device would not close
+        the gap.
     gamma : {"auto", "eq17"} or float
         Penalty of AAGD (:func:`~embedopt.sdp.estimate_gamma`); used only
         when the solver that runs is ``"aagd"``.
@@ -583,6 +573,14 @@ class ColoredMVU(BaseEstimator):
     n_iter_ : int
     stop_reason_ : str
 
+    Notes
+    -----
+    The embedding is transductive: it places the n patterns of the fit, so
+    :func:`~sklearn.base.clone`, a :class:`~sklearn.pipeline.Pipeline`
+    ending in it (``fit_transform``) and a grid search over the parameters
+    work (:meth:`score` with the labels of the same patterns), but
+    ``cross_val_score`` with held-out patterns does not apply.
+
     Examples
     --------
     >>> import numpy as np
@@ -598,9 +596,6 @@ class ColoredMVU(BaseEstimator):
         "lam": [Interval(float, 0, None)],
         **_SOLVE_CONSTRAINTS,
     }
-    #: What ``solver="auto"`` runs, by device type (the measurements in the
-    #: ``solver`` entry above; benchmarks/sdp/README.md, "Estimator defaults").
-    _auto_solver: ClassVar[dict] = {"cpu": "bm_lbfgs", "cuda": "bm_lbfgs"}
 
     def __init__(
         self,
@@ -642,27 +637,38 @@ class ColoredMVU(BaseEstimator):
             NaN features, y not of length n, ``n_neighbors >= n``.
         """
         ctx, feats, n = _start(self, X)
-        labels = None
-        if y is not None:
-            labels = one_hot_labels(_labels(y, n))
+        labels = None if y is None else one_hot_labels(_labels(y, n))
         pairs, sqdist = knn_pairs(
             feats, n_neighbors=self.n_neighbors, device=ctx.device
         )
         problem = CMVUProblem(
             n, pairs, sqdist, labels, lam=self.lam, device=ctx.device, dtype=ctx.dtype
         )
-        result = _solve(self, problem, ctx)
+        solver = resolve_solver(self.solver, CMVUProblem, ctx.device)
+        result = _solve(self, solver, problem, ctx)
         V = result.x
         objective = problem.value(V, V)
-        # principal axes of the centered factor: Z's translation is free and
-        # its rotation arbitrary, so report the embedding PCA would show
-        centered = V - V.mean(0, keepdim=True)
-        U, S, _ = torch.linalg.svd(centered, full_matrices=False)
-        self.embedding_tensor_ = U * S
+        self.embedding_tensor_ = _principal_axes(V)
         self.embedding_ = to_numpy(self.embedding_tensor_)
         self.pairs_ = pairs
-        self._store_result(result, objective=objective)
+        self._store_result(result, solver=solver, objective=objective)
         return self
+
+    @fill_doc(score_doc=_SCORE_DOC)
+    def score(self, X, y=None) -> float:
+        """Leave-one-out 1-NN accuracy of the embedding against labels y.
+
+        The embedding is transductive (it places the patterns of the fit
+        only) and the objective depends on ``lam`` and the scale of X, so
+        the quality that compares fits is how well the embedding keeps the
+        classes apart: the leave-one-out 1-nearest-neighbour accuracy
+        (:func:`~embedopt.metrics.nearest_neighbor_accuracy`, in [0, 1],
+        higher is better), the measure of the paper's Figure 3.
+
+        {score_doc}
+        """
+        y = _score_labels(self, X, y)
+        return nearest_neighbor_accuracy(self.embedding_, y)
 
     def fit_transform(self, X, y=None) -> np.ndarray:
         """Fit, then return ``embedding_``.
@@ -677,3 +683,11 @@ class ColoredMVU(BaseEstimator):
         numpy.ndarray, shape (n, n_components)
         """
         return self.fit(X, y).embedding_
+
+
+def _principal_axes(V: torch.Tensor) -> torch.Tensor:
+    """The centered factor in principal axes: Z's translation is free and its
+    rotation arbitrary, so report the embedding PCA would show."""
+    centered = V - V.mean(0, keepdim=True)
+    U, S, _ = torch.linalg.svd(centered, full_matrices=False)
+    return U * S

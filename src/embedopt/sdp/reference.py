@@ -25,8 +25,7 @@ from .._core import (
     validated_params,
 )
 from ..optim import SolverResult
-from .cmvu import CMVUProblem
-from .problems import NPKLProblem
+from .problem import CMVUProblem, NPKLProblem
 
 __all__ = ["EXACT_SOLVERS", "solve_exact"]
 
@@ -119,12 +118,12 @@ def _cmvu_objective(cp, problem: CMVUProblem, Z):
 @validated_params(_CONSTRAINTS, owner="solve_exact")
 def solve_exact(
     problem,
-    solver: str = "scs",
     *,
-    eps: float = 1e-8,
     max_iter: int | None = None,
-    time_limit: float | None = None,
     verbose: bool | int = False,
+    solver: str = "scs",
+    eps: float = 1e-8,
+    time_limit: float | None = None,
 ) -> SolverResult:
     """Solve ``min_{Z PSD} f(Z)`` on the dense n x n matrix with CVXPY.
 
@@ -133,30 +132,29 @@ def solve_exact(
     eq. 23, read from ``problem``) over the PSD cone, handed to a conic
     solver. Its solution Z is projected onto the PSD cone (the conic solver
     satisfies the cone constraint only to its tolerance) and returned as a
-    factor, so that ``objective`` is f at a PSD matrix, measured by the
+    factor, so that ``objective`` is f at a PSD matrix, evaluated by the
     problem's own oracle like every other solver of :mod:`embedopt.sdp`.
 
-    Cost: memory ``O(n^2)`` (SCS) to ``O(n^4)`` (Clarabel's KKT system;
-    it runs out of 24 GB beyond n of about 150 on NPKL), and SCS spends an
-    ``O(n^3)`` eigendecomposition per iteration. For NPKL at n = 800, SCS
-    needed over two minutes to reach about 6e-4 relative accuracy, where the
-    factor solvers reach 1e-6 in a fraction of a second.
+    Cost: memory ``O(n^2)`` (SCS) to ``O(n^4)`` (Clarabel's KKT system),
+    and SCS spends an ``O(n^3)`` eigendecomposition per iteration: minutes
+    where the factor solvers take a fraction of a second
+    (benchmarks/sdp/certify_digits.py re-measures both).
 
     Parameters
     ----------
     problem : NPKLProblem or CMVUProblem
+    max_iter : int, optional
+        Iteration limit of the solver (its own default when None).
+    verbose : bool
+        Print the solver's log (CVXPY's ``verbose``).
     solver : {"scs", "clarabel"}
         Conic solver (any spelling: ``"SCS"`` finds ``"scs"``).
     eps : float
         The solver's tolerances: SCS's ``eps_abs`` and ``eps_rel``,
         Clarabel's gap and feasibility tolerances.
-    max_iter : int, optional
-        Iteration limit of the solver (its own default when None).
     time_limit : float, optional
         Seconds after which the solver stops with its current iterate
         (status ``"optimal_inaccurate"`` or ``"user_limit"``).
-    verbose : bool
-        Print the solver's log (CVXPY's ``verbose``).
 
     Returns
     -------
@@ -182,16 +180,7 @@ def solve_exact(
         If the solver returns no iterate at all (e.g. a time limit before its
         first iteration).
     """
-    if isinstance(problem, NPKLProblem):
-        build = _npkl_objective
-    elif isinstance(problem, CMVUProblem):
-        build = _cmvu_objective
-    else:
-        raise InvalidParameterError(
-            "The 'problem' parameter of solve_exact must be an NPKLProblem or a "
-            f"CMVUProblem (the SDPs it can write in CVXPY). Got "
-            f"{type(problem).__name__}."
-        )
+    build = _objective_builder(problem)
     key = EXACT_SOLVERS.resolve_name(solver)
     cp = _import_cvxpy()
     name, package = _CVXPY_NAMES[key]
@@ -212,7 +201,25 @@ def solve_exact(
             f"{name} returned no solution (status {program.status!r}); raise "
             "'time_limit' or 'max_iter', or try the other solver."
         )
-    Zv = np.asarray(Z.value, dtype=np.float64)
+    return _exact_result(problem, program, Z.value, elapsed, name)
+
+
+def _objective_builder(problem):
+    """The CVXPY objective writer of ``problem``'s type (NPKL or CMVU)."""
+    if isinstance(problem, NPKLProblem):
+        return _npkl_objective
+    if isinstance(problem, CMVUProblem):
+        return _cmvu_objective
+    raise InvalidParameterError(
+        "The 'problem' parameter of solve_exact must be an NPKLProblem or a "
+        f"CMVUProblem (the SDPs it can write in CVXPY). Got "
+        f"{type(problem).__name__}."
+    )
+
+
+def _exact_result(problem, program, Z, elapsed: float, name: str) -> SolverResult:
+    """The :class:`SolverResult` of :func:`solve_exact` from CVXPY's solution Z."""
+    Zv = np.asarray(Z, dtype=np.float64)
     w, U = np.linalg.eigh(0.5 * (Zv + Zv.T))
     keep = w > 0
     if not keep.any():  # Z = 0: one zero column keeps the factor's shape valid

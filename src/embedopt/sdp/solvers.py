@@ -1,17 +1,28 @@
-"""Solvers of ``min_{Z in S_+^n} f(Z)`` on low-rank factors.
+"""The solvers of ``min_{Z in S_+^n} f(Z)`` on low-rank factors, and their policy.
 
 - :func:`aagd`: the paper's method (Algorithm 1), alternating accelerated
   gradient steps on X then Y of the biconvex surrogate (eq. 3)
   ``F(X, Y; gamma) = f(X Y^T) + gamma/2 ||X - Y||_F^2``;
-- :func:`burer_monteiro`: the baselines on ``f(V V^T)`` (eq. 2), accelerated
-  gradient with the exact quartic line search of Burer & Choi (``"agd"``) or
-  L-BFGS (``"lbfgs"``).
+- :func:`bm_lbfgs`: Burer-Monteiro on ``f(V V^T)`` (eq. 2) with L-BFGS, what
+  ``solver="auto"`` runs on the CPU (:func:`resolve_solver`).
 
-Every solver takes a :class:`~embedopt.sdp.FactorProblem`, the same
-starting factor (an int r draws it), the same stopping rules (relative
-objective change ``tol``, a ``target`` objective, ``max_iter``,
-``time_limit``) and records ``objective = f(Z)`` at the factor it returns,
-so that runs are compared on one scale. They return the factor, never Z.
+The comparison methods of the paper (Burer-Monteiro with accelerated
+gradient, Frank-Wolfe) are in :mod:`embedopt.sdp.baselines`; every one of
+them is in the one registry :data:`SOLVERS` (:func:`get_solver`).
+
+One call shape: ``solver(problem, init, *, max_iter, tol, random_state,
+device, dtype, verbose, callback, <the method's own>)``. Every solver takes a
+:class:`~embedopt.sdp.FactorProblem`, the same starting factor (``init``; an
+int r draws it, :func:`initial_factors`), the same stopping rules (relative
+objective change ``tol``, ``max_iter``, and the family's ``target``
+objective and ``time_limit``) and records ``objective = f(Z)`` at the
+factor it returns, so that runs are compared on one scale. They return the
+factor, never Z.
+
+The policy of the estimators lives here too, in named functions:
+:func:`resolve_solver` (what ``solver="auto"`` runs), :func:`default_tol`
+(``tol=None``) and :func:`select_lam` (``lam="auto"`` of
+:class:`~embedopt.sdp.KernelLearning`).
 """
 
 from __future__ import annotations
@@ -26,62 +37,103 @@ from .._core import (
     InvalidParameterError,
     Options,
     Registry,
+    fill_doc,
     resolve_device,
     resolve_dtype,
     resolve_random_state,
     validated_params,
 )
-from ..optim import (
-    IterationMonitor,
-    SolverResult,
-    accelerated_proximal_gradient,
-    armijo_backtracking,
-    lbfgs,
+from ..optim import IterationMonitor, SolverResult, armijo_backtracking, lbfgs
+from .gamma import (
+    GammaEstimate,
+    _gamma_from_norm,
+    _generic_start,
+    _settle,
+    estimate_gamma,
 )
+from .problem import CMVUProblem, NPKLProblem
 
 __all__ = [
     "AAGD_CONSTRAINTS",
-    "BURER_MONTEIRO_CONSTRAINTS",
+    "BM_LBFGS_CONSTRAINTS",
     "SOLVERS",
-    "GammaEstimate",
     "aagd",
-    "bm_agd",
     "bm_lbfgs",
-    "burer_monteiro",
-    "estimate_gamma",
+    "default_tol",
+    "get_solver",
     "initial_factors",
-    "quartic_step",
+    "resolve_solver",
+    "select_lam",
 ]
 
-#: Solvers by name: ``SOLVERS.get(name)(problem, init, **options)``.
+#: Solvers by name: ``SOLVERS.get(name)(problem, init, **options)``; the
+#: baselines (:mod:`embedopt.sdp.baselines`) add theirs.
 SOLVERS = Registry("solver", owner="embedopt.sdp")
 
+#: Constraints of the options every solver of the family takes.
 _COMMON = {
     "max_iter": [Interval(int, 1, None)],
     "tol": [Interval(float, 0, None)],
-    "target": [Interval(float, None, None), None],
-    "time_limit": [Interval(float, 0, None, closed="neither"), None],
-    "init_scale": [Interval(float, 0, None, closed="neither")],
     "random_state": ["random_state"],
     "device": ["device", None],
     "dtype": ["dtype", None],
     "verbose": [Interval(int, 0, None), "boolean"],
     "callback": ["callable", None],
+    "target": [Interval(float, None, None), None],
+    "time_limit": [Interval(float, 0, None, closed="neither"), None],
+    "init_scale": [Interval(float, 0, None, closed="neither")],
 }
 
-
-#: Constraints of :func:`burer_monteiro`'s parameters.
-BURER_MONTEIRO_CONSTRAINTS = {
-    **_COMMON,
-    "method": [Options(["agd", "lbfgs"])],
-    "history_size": [Interval(int, 1, None)],
-}
+#: The Parameters block of the options every solver of the family takes
+#: (``{run_options}`` in a docstring), after ``problem`` and ``init``.
+RUN_OPTIONS_DOC = """\
+max_iter : int
+    Iterations (for AAGD, one X and one Y step each).
+tol : float
+    Relative change of the objective that stops.
+random_state, device, dtype
+    Of the random start (:func:`~embedopt.sdp.initial_factors`); float64 by
+    default.
+verbose : int
+callback : callable, optional
+    ``callback(state) -> bool | None`` per iteration; True stops.
+target : float, optional
+    Stop once the objective is at most ``target`` (the paper stops every
+    solver at Frank-Wolfe's final objective).
+time_limit : float, optional
+    Stop after this many solver seconds.
+init_scale : float
+    Row norm of the random start (:func:`~embedopt.sdp.initial_factors`)."""
 
 #: Constraints of :func:`aagd`'s parameters.
 AAGD_CONSTRAINTS = {
     **_COMMON,
     "gamma": [Options(["auto", "eq17"]), Interval(float, 0, None, closed="neither")],
 }
+
+#: Constraints of :func:`bm_lbfgs`'s parameters.
+BM_LBFGS_CONSTRAINTS = {**_COMMON, "history_size": [Interval(int, 1, None)]}
+
+
+def get_solver(name: str):
+    """The solver registered as ``name`` in :data:`SOLVERS` (any spelling).
+
+    Parameters
+    ----------
+    name : str
+        ``"aagd"``, ``"bm_lbfgs"``, ``"bm_agd"`` (``"BM-AGD"`` finds it).
+
+    Returns
+    -------
+    callable
+        ``solver(problem, init, **options) -> SolverResult``.
+
+    Raises
+    ------
+    InvalidParameterError
+        An unknown name (the message lists the valid ones).
+    """
+    return SOLVERS.get(name)
 
 
 # -- shared pieces -----------------------------------------------------------------
@@ -142,6 +194,22 @@ def initial_factors(
     return out[0], out[1]
 
 
+def _start_run(problem, init, *, init_scale, random_state, device, dtype, stop: tuple):
+    """The starting factors ``(X_0, Y_0)`` (:func:`initial_factors`) and the
+    stopping rules of a run: ``stop = (target, time_limit, callback)``, the
+    target and time-limit rules wrapping the user's callback (:class:`_Stopper`).
+    """
+    X0, Y0 = initial_factors(
+        problem,
+        init,
+        init_scale=init_scale,
+        random_state=random_state,
+        device=device,
+        dtype=dtype,
+    )
+    return X0, Y0, _Stopper(*stop)
+
+
 class _Stopper:
     """The target-objective and time-limit rules, as a callback around the user's.
 
@@ -176,173 +244,6 @@ def _sq(A: torch.Tensor) -> float:
 
 def _dot(A: torch.Tensor, B: torch.Tensor) -> float:
     return float((A * B).sum(dtype=torch.float64))
-
-
-# -- the penalty parameter (eq. 17-21) ------------------------------------------------
-class GammaEstimate:
-    """The penalty ``gamma_k`` of one half-step with its ingredients.
-
-    Attributes
-    ----------
-    gamma : float
-        ``(1 + margin) (L_k - sigma_k)_+ / 4`` (eq. 21), at least ``floor``.
-    lipschitz : float
-        ``L_k`` (eq. 17 or the problem's constant).
-    sigma : float
-        ``sigma_k = min(sigma_1^k, sigma_2^k)`` (eq. 18-20).
-    vector : torch.Tensor or None
-        Power-iteration vector, to warm-start the next ``||G||_2`` estimate.
-    """
-
-    def __init__(self, gamma, lipschitz, sigma, vector=None):
-        self.gamma, self.lipschitz, self.sigma, self.vector = (
-            gamma,
-            lipschitz,
-            sigma,
-            vector,
-        )
-
-
-def _sigma_min_gram(A: torch.Tensor) -> float:
-    """``sigma_hat_min(A A^T)`` of eq. 19-20: 0 unless A (n x r) has r >= n."""
-    n, r = A.shape
-    if r < n:
-        return 0.0
-    return max(float(torch.linalg.eigvalsh(A.T @ A)[0]), 0.0)
-
-
-def estimate_gamma(
-    problem,
-    X: torch.Tensor,
-    Y: torch.Tensor,
-    gradient=None,
-    *,
-    rule: str = "auto",
-    margin: float = 0.01,
-    floor: float = 1e-8,
-    vector: torch.Tensor | None = None,
-    power_tol: float = 1e-2,
-) -> GammaEstimate:
-    """Penalty parameter with ``gamma > (L - sigma)_+ / 4`` (eq. 21, Theorem 1).
-
-    ``sigma_k = M_sigma min(sigma_min(X X^T), sigma_min(Y Y^T))`` (eq. 18-20)
-    with ``M_sigma = problem.strong_convexity`` (the ``sigma_min(P P^T)`` of
-    eq. 18); it is 0 whenever r < n or f is not strongly convex. With
-    ``M = problem.lipschitz`` (1 for NPKL) and ``G = nabla f(X Y^T)``,
-    ``L_k`` is:
-
-    - ``rule="auto"``: ``M + 2 ||G||_2``. The Hessian of ``f(V V^T)`` is
-      ``2 <G, E E^T> + q(E V^T + V E^T)``; its first term is the (possibly
-      negative) curvature along ``X - Y`` that the penalty has to dominate,
-      and M the curvature of f itself, so ``gamma >= (1 + margin) M / 4``
-      always (the L = 1, sigma = 0 of Sec. 4.1.2 gives ``gamma > 1/4``).
-      Measured on small NPKL instances: a fixed gamma below about
-      ``||G*||_2 / 2`` lets ``X - Y`` diverge; ``M/4`` alone is not enough.
-    - ``rule="eq17"``: ``16 (M ||X||_2^2 + ||G||_2)``, the estimate of eq. 17
-      (Srinadh et al.; the squared norm keeps it homogeneous in the scale of
-      X), which bounds the smoothness of ``f(V V^T)`` everywhere on the
-      level set. Safe, but about ten times slower on NPKL.
-
-    ``||G||_2`` is estimated by power iterations on the gradient operator
-    (single columns: ``O(|Omega| + nnz(Lap))`` each), continued until the
-    estimate changes by less than ``power_tol`` (relative): at least five
-    and at most 20 from a cold start, at least one and at most ten when
-    warm-started with the ``vector`` of the previous half-step. A power
-    iteration only ever under-estimates ``||G||_2``, and a gamma below
-    ``lambda_max(G) / 2`` gives the surrogate negative curvature along
-    ``X - Y`` (to second order, ``F(V + E, V - E) - F(V, V) = 2 gamma
-    ||E||^2 - <G, E E^T>`` for symmetric G). Where ``||G||`` grows quickly
-    along the run (CMVU: 30-fold on the digits), a single warm iteration
-    lagged behind, ``||X - Y||`` grew to hundreds and the surrogate
-    increased in 34 of 1,000 iterations; iterating to a 1 % change removed
-    both (0.47 -> 0.92 of the rank-2 optimum after 1,000 iterations). On
-    NPKL it mostly stops after two iterations (a1a: 286 instead of 282
-    iterations).
-
-    Parameters
-    ----------
-    problem : FactorProblem
-    X, Y : torch.Tensor, shape (n, r)
-        The current factors.
-    gradient : FactorGradient, optional
-        The gradient at ``X Y^T`` (computed when omitted).
-    rule : {"auto", "eq17"}
-    margin : float
-        Relative margin above the bound (the inequality is strict).
-    floor : float
-        Smallest gamma returned (when the bound is 0).
-    vector : torch.Tensor, optional
-        Warm start of the power iteration.
-    power_tol : float
-        Relative change of the ``||G||_2`` estimate that ends the power
-        iteration.
-
-    Returns
-    -------
-    GammaEstimate
-    """
-    if rule not in ("auto", "eq17"):
-        raise InvalidParameterError(
-            f"The 'rule' parameter of estimate_gamma must be a str among "
-            f"{{'auto', 'eq17'}}. Got {rule!r}."
-        )
-    if gradient is None:
-        gradient = problem.gradient(X, Y)
-    if vector is None:
-        vector = _generic_start(X)
-        min_iter, max_iter = 5, 20
-    else:
-        min_iter, max_iter = 1, 10
-    g_norm, vector = _power_norm(gradient, vector, min_iter, max_iter, power_tol)
-    return _gamma_from_norm(problem, X, Y, g_norm, rule, margin, floor, vector)
-
-
-def _gamma_from_norm(
-    problem, X, Y, g_norm: float, rule: str, margin=0.01, floor=1e-8, vector=None
-) -> GammaEstimate:
-    """Eq. 17-21 given the estimate ``||G||_2`` (see :func:`estimate_gamma`)."""
-    sigma = float(getattr(problem, "strong_convexity", 0.0))
-    if sigma > 0:
-        sigma *= min(_sigma_min_gram(X), _sigma_min_gram(Y))
-    M = float(problem.lipschitz)
-    if rule == "auto":
-        L = M + 2.0 * g_norm
-    else:
-        x_norm = float(torch.linalg.matrix_norm(X, ord=2))
-        L = 16.0 * (M * x_norm**2 + g_norm)
-    gamma = max((1.0 + margin) * max(L - sigma, 0.0) / 4.0, floor)
-    return GammaEstimate(gamma, L, sigma, vector)
-
-
-def _generic_start(X: torch.Tensor) -> torch.Tensor:
-    """The cold start of the power iteration on G (n x n), a unit column.
-
-    A fixed generic vector (not the all-ones vector, which a gradient with
-    G 1 = 0, e.g. CMVU's, annihilates); seeded, so runs stay reproducible.
-    """
-    g = torch.Generator(device="cpu").manual_seed(0)
-    v = torch.randn(X.shape[0], 1, generator=g, dtype=X.dtype).to(X.device)
-    return v / v.norm()
-
-
-def _power_norm(gradient, vector, min_iter: int, max_iter: int, tol: float):
-    """``||G||_2`` by power iterations until the estimate settles."""
-    est, vector = gradient.spectral_norm(vector, min_iter)
-    return _settle(
-        lambda v: gradient.spectral_norm(v, 1), est, vector, max_iter - min_iter, tol
-    )
-
-
-def _settle(step, est: float, vector, at_most: int, tol: float):
-    """Further power iterations ``step(v) -> (estimate, v)`` until two
-    successive estimates agree to ``tol`` (relative), ``at_most`` of them."""
-    for _ in range(at_most):
-        new, vector = step(vector)
-        settled = abs(new - est) <= tol * new
-        est = new
-        if settled:
-            break
-    return est, vector
 
 
 # -- AAGD (Algorithm 1) ---------------------------------------------------------------
@@ -531,6 +432,21 @@ class _PairAAGDState:
         self.vector[block], self.norm[block] = v, est
         return est
 
+    def _gradient_and_gamma(self, G, A, A_hat, B, block: int, first: bool):
+        """``G B`` and the gamma of steps 4 / 7: one sparse product ``G [B, v]``
+        gives the gradient and the first power iteration of the estimate."""
+        if isinstance(self.rule, float):
+            return G @ B, self.rule
+        r = B.shape[1]
+        v = self.vector[block]
+        if v is None:
+            v = _generic_start(A)
+        GBv = G @ torch.cat([B, v], 1)
+        g_norm = self._power(G, GBv, block, r)
+        pair = (A_hat, B) if first else (B, A_hat)
+        gamma = _gamma_from_norm(self.problem, *pair, g_norm, self.rule).gamma
+        return GBv[:, :r], gamma
+
     def _half_step(self, first: bool, omega: float):
         """Steps 4-6 (``first``) or 7-9 of Algorithm 1 on the tracked values."""
         p = self.problem
@@ -545,19 +461,7 @@ class _PairAAGDState:
         resid = s_hat - p.pair_target
         # G in place: the previous half-step's matrix is no longer needed
         G = self.G = p.pair_gradient(resid, out=self.G)
-        r = B.shape[1]
-        if isinstance(self.rule, float):
-            GB = G @ B
-            gamma = self.rule
-        else:
-            v = self.vector[block]
-            if v is None:
-                v = _generic_start(A)
-            GBv = G @ torch.cat([B, v], 1)
-            GB = GBv[:, :r]
-            g_norm = self._power(G, GBv, block, r)
-            pair = (A_hat, B) if first else (B, A_hat)
-            gamma = _gamma_from_norm(p, *pair, g_norm, self.rule).gamma
+        GB, gamma = self._gradient_and_gamma(G, A, A_hat, B, block, first)
         diff = A_hat - B
         D = torch.add(GB, diff, alpha=gamma)  # nabla F (eq. 3)
         c = p.cross_pair_values(D, [B, dB])  # s(D, B), s(D, dB)
@@ -629,6 +533,7 @@ class _PairAAGDState:
         return self.X, self.Y
 
 
+@fill_doc(run_options=RUN_OPTIONS_DOC)
 @validated_params(AAGD_CONSTRAINTS, owner="aagd")
 def aagd(
     problem,
@@ -636,15 +541,15 @@ def aagd(
     *,
     max_iter: int = 1000,
     tol: float = 1e-7,
-    gamma="auto",
-    target: float | None = None,
-    time_limit: float | None = None,
-    init_scale: float = 1.0,
     random_state=None,
     device=None,
     dtype=None,
     verbose: int = 0,
     callback=None,
+    target: float | None = None,
+    time_limit: float | None = None,
+    init_scale: float = 1.0,
+    gamma="auto",
 ) -> SolverResult:
     """Alternating accelerated gradient descent (AAGD, Algorithm 1).
 
@@ -667,8 +572,8 @@ def aagd(
     the pair values of the extrapolated points tracked instead of recomputed
     and the gradient and one power iteration of the gamma estimate fused
     into one sparse product (one gather over Omega and one sparse product per
-    half-step, plus one pass for ``f(Y_k Y_k^T)``; measured 1.4x faster per
-    iteration than the generic path on the digits, n = 1,797). Other
+    half-step, plus one pass for ``f(Y_k Y_k^T)``; benchmarks/sdp/README.md,
+    "Implementation choices", compares it with the generic path). Other
     problems take the generic path (one gradient, one curvature and the
     power iterations per half-step).
 
@@ -677,43 +582,31 @@ def aagd(
     problem : FactorProblem
     init : int, array-like (n, r) or pair
         The rank r, or the starting factor(s); see :func:`initial_factors`.
-    max_iter : int
-        Outer iterations (one X and one Y step each).
-    tol : float
-        Relative change of the objective that stops.
+    {run_options}
     gamma : {"auto", "eq17"} or float
         Rule of :func:`estimate_gamma`, or a fixed positive penalty.
-    target : float, optional
-        Stop once ``f(Y_k Y_k^T) <= target`` (the paper stops every solver
-        at Frank-Wolfe's final objective).
-    time_limit : float, optional
-        Stop after this many solver seconds.
-    init_scale, random_state, device, dtype
-        Of the random start (:func:`initial_factors`); float64 by default.
-    verbose : int
-    callback : callable, optional
-        ``callback(state) -> bool | None`` per iteration; ``state.x`` is the
-        pair ``(X_k, Y_k)``.
 
     Returns
     -------
     SolverResult
-        ``x``: ``Y_k``, the factor of ``Z = Y_k Y_k^T`` (step 11). History:
+        ``x``: ``Y_k``, the factor of ``Z = Y_k Y_k^T`` (step 11); the
+        objective is ``f(Y_k Y_k^T)`` and a callback's ``state.x`` the pair
+        ``(X_k, Y_k)``. History:
         ``objective`` (``f(Y_k Y_k^T)``), ``surrogate`` (``F(X_k, Y_k;
         gamma_k)``), ``gap`` (``||X_k - Y_k||_F``, Figure 2), ``gamma``,
         ``step_x``, ``step_y``, ``restart``. ``info``: ``X`` (the other
         factor), ``gamma``.
     """
-    X, Y = initial_factors(
+    X, Y, stopper = _start_run(
         problem,
         init,
         init_scale=init_scale,
         random_state=random_state,
         device=device,
         dtype=dtype,
+        stop=(target, time_limit, callback),
     )
     rule = gamma if isinstance(gamma, str) else float(gamma)
-    stopper = _Stopper(target, time_limit, callback)
     monitor = IterationMonitor(
         "AAGD",
         max_iter,
@@ -737,136 +630,46 @@ def aagd(
 SOLVERS.add("aagd", aagd)
 
 
-# -- Burer-Monteiro baselines ------------------------------------------------------
-def quartic_step(problem, V: torch.Tensor, D: torch.Tensor, gradient=None) -> float:
-    """Exact minimizer ``t >= 0`` of ``f((V + t D)(V + t D)^T)`` for quadratic f.
-
-    With ``Z_0 = V V^T``, ``E_1 = D V^T + V D^T`` and ``E_2 = D D^T``,
-    ``phi(t) - phi(0) = a_1 t + (a_2 + q_1/2) t^2 + b t^3 + q_2/2 t^4`` where
-    ``a_i = <G, E_i>``, ``q_i = q(E_i)`` and ``b`` the bilinear curvature of
-    ``E_1, E_2`` (Burer & Choi, 2006); the minimizer is the best real root of
-    the cubic ``phi'``. Costs one product with G and three curvatures of
-    factors with at most 3r columns.
-
-    Parameters
-    ----------
-    problem : FactorProblem
-        With ``quadratic = True``.
-    V, D : torch.Tensor, shape (n, r)
-        The point and a descent direction.
-    gradient : FactorGradient, optional
-        The gradient at ``V V^T`` (computed when omitted).
-
-    Returns
-    -------
-    float
-        The step (0 when no positive step decreases f).
-    """
-    g = problem.gradient(V, V) if gradient is None else gradient
-    a1 = _dot(D, g.matmul(V)) + _dot(V, g.matmul(D))
-    a2 = _dot(D, g.matmul(D))
-    q1 = problem.curvature(torch.cat([D, V], 1), torch.cat([V, D], 1))
-    q2 = problem.curvature(D, D)
-    q12 = problem.curvature(torch.cat([D, V, D], 1), torch.cat([V, D, D], 1))
-    b = 0.5 * (q12 - q1 - q2)
-    coef = [q2 / 2.0, b, a2 + q1 / 2.0, a1, 0.0]  # phi(t) - phi(0), highest first
-    roots = np.roots(np.polyder(coef)) if any(coef[:-2]) else np.array([])
-    cands = [0.0] + [
-        r.real for r in roots if abs(r.imag) <= 1e-10 * (1 + abs(r)) and r.real > 0
-    ]
-    return min(cands, key=lambda s: np.polyval(coef, s))
-
-
+# -- Burer-Monteiro with L-BFGS --------------------------------------------------------
 def _bm_gradient(g, V: torch.Tensor) -> torch.Tensor:
     """``nabla f(V V^T) = (G + G^T) V`` (eq. 9), one product when G is symmetric."""
     return 2.0 * g.matmul(V) if g.symmetric else g.matmul(V) + g.rmatmul(V)
 
 
-class _BurerMonteiroStep:
-    """The step of ``accelerated_proximal_gradient`` on ``f(V V^T)``.
-
-    ``V+ = Y - t nabla f_BM(Y)`` from the extrapolated point ``Y``, with
-    ``nabla f_BM(Y) = (G + G^T) Y`` (eq. 9) and t the exact quartic minimizer
-    (quadratic f) or Armijo's step.
-    """
-
-    step_name = "Burer-Monteiro gradient step"
-
-    def __init__(self, problem):
-        self.problem = problem
-        self.last_step = 1.0
-        self.last_grad_norm = math.nan
-
-    def smooth(self, V) -> float:
-        return self.problem.value(V, V)
-
-    def penalty(self, V, weight: float) -> float:
-        return 0.0
-
-    def step(self, V, V_prev, theta: float, weight: float):
-        Y = V + theta * (V - V_prev)
-        g = self.problem.gradient(Y, Y)
-        grad = _bm_gradient(g, Y)
-        self.last_grad_norm = math.sqrt(_sq(grad))
-        if self.problem.quadratic:
-            t = quartic_step(self.problem, Y, -grad, g)
-            new = Y - t * grad
-        else:
-            ls = armijo_backtracking(
-                self.smooth, Y, g.value, grad, -grad, step=min(2 * self.last_step, 1e12)
-            )
-            t, new = ls.step, ls.x
-        self.last_step = t or self.last_step
-        return new
-
-    def describe(self, V, weight: float) -> dict:
-        return {"step": self.last_step, "grad_norm": self.last_grad_norm}
-
-    def solution(self, V):
-        return V
-
-
-@validated_params(BURER_MONTEIRO_CONSTRAINTS, owner="burer_monteiro")
-def burer_monteiro(
+@fill_doc(run_options=RUN_OPTIONS_DOC)
+@validated_params(BM_LBFGS_CONSTRAINTS, owner="bm_lbfgs")
+def bm_lbfgs(
     problem,
     init,
     *,
-    method: str = "agd",
     max_iter: int = 1000,
     tol: float = 1e-7,
-    target: float | None = None,
-    time_limit: float | None = None,
-    history_size: int = 10,
-    init_scale: float = 1.0,
     random_state=None,
     device=None,
     dtype=None,
     verbose: int = 0,
     callback=None,
+    target: float | None = None,
+    time_limit: float | None = None,
+    init_scale: float = 1.0,
+    history_size: int = 10,
 ) -> SolverResult:
-    """Burer-Monteiro baselines on ``f(V V^T)`` (eq. 2).
+    """Burer-Monteiro on ``f(V V^T)`` (eq. 2) with L-BFGS.
 
-    - ``method="agd"``: accelerated gradient (Nesterov momentum with
-      function-value restart, through
-      :func:`~embedopt.optim.accelerated_proximal_gradient`) with the exact
-      line search of the quartic ``t -> f((V - t g)(V - t g)^T)`` for
-      quadratic f (:func:`quartic_step`, Burer & Choi) and Armijo
-      backtracking otherwise: the paper's AGD baseline;
-    - ``method="lbfgs"``: L-BFGS (:func:`~embedopt.optim.lbfgs`, SciPy's
-      L-BFGS-B on the flattened factor), as in Burer & Monteiro.
+    :func:`~embedopt.optim.lbfgs` (SciPy's L-BFGS-B on the flattened factor)
+    on ``V -> f(V V^T)`` with the gradient ``(G + G^T) V`` (eq. 9), as in
+    Burer & Monteiro; the paper's BM-L-BFGS baseline, and what
+    ``solver="auto"`` runs on the CPU (:func:`resolve_solver`). ``tol`` is
+    also L-BFGS-B's ``gtol`` and ``ftol``; a callback's ``state.x`` is V.
 
     Parameters
     ----------
     problem : FactorProblem
     init : int, array-like (n, r) or pair
         The rank r or the starting factor (of a pair, the first).
-    method : {"agd", "lbfgs"}
-    max_iter, tol, target, time_limit
-        As in :func:`aagd` (``tol`` is also L-BFGS-B's ``gtol``/``ftol``).
+    {run_options}
     history_size : int
         L-BFGS correction pairs.
-    init_scale, random_state, device, dtype, verbose, callback
-        As in :func:`aagd`; ``state.x`` is V.
 
     Returns
     -------
@@ -874,61 +677,184 @@ def burer_monteiro(
         ``x``: V, the factor of ``Z = V V^T``; history ``objective``
         (``f(V V^T)``) and ``step``/``grad_norm``.
     """
-    V0, _ = initial_factors(
+    V0, _, stopper = _start_run(
         problem,
         init,
         init_scale=init_scale,
         random_state=random_state,
         device=device,
         dtype=dtype,
+        stop=(target, time_limit, callback),
     )
-    stopper = _Stopper(target, time_limit, callback)
-    # What the loops of both methods take.
-    run = dict(
+
+    def fun(V):
+        g = problem.gradient(V, V)
+        return g.value, _bm_gradient(g, V)
+
+    result = lbfgs(
+        fun,
+        V0,
+        history_size=history_size,
+        name="BM-L-BFGS",
         max_iter=max_iter,
         tol=tol,
         verbose=verbose,
         callback=stopper,
-        owner="burer_monteiro",
+        owner="bm_lbfgs",
     )
-    if method == "agd":
-        result = accelerated_proximal_gradient(
-            _BurerMonteiroStep(problem), V0, name="BM-AGD", **run
-        )
-    else:
-
-        def fun(V):
-            g = problem.gradient(V, V)
-            return g.value, _bm_gradient(g, V)
-
-        result = lbfgs(fun, V0, history_size=history_size, name="BM-L-BFGS", **run)
     return stopper.finish(result)
 
 
-def _burer_monteiro_method(method: str, name: str):
-    """The registry entry ``name``: :func:`burer_monteiro` with a fixed method."""
+SOLVERS.add("bm_lbfgs", bm_lbfgs)
 
-    def solve(problem, init, **options) -> SolverResult:
-        return burer_monteiro(problem, init, method=method, **options)
 
-    solve.__name__ = solve.__qualname__ = name
-    solve.__doc__ = f"""{name}: :func:`burer_monteiro` with ``method="{method}"``.
+# -- policy: what the estimators run -----------------------------------------------
+#: What ``solver="auto"`` runs, by problem and device type (a device type not
+#: listed takes the ``"cpu"`` entry; a problem not listed, NPKL's rule). The
+#: measurements behind it: benchmarks/sdp/README.md, "Estimator defaults".
+AUTO_SOLVERS = {
+    NPKLProblem: {"cpu": "bm_lbfgs", "cuda": "aagd"},
+    CMVUProblem: {"cpu": "bm_lbfgs", "cuda": "bm_lbfgs"},
+}
+
+
+def resolve_solver(solver: str, problem, device) -> str:
+    """The registry name of the solver a fit runs: the rule of ``solver="auto"``.
+
+    A name of :data:`SOLVERS` (any spelling) resolves to itself. ``"auto"``
+    runs BM-L-BFGS on the CPU for both problems (faster than AAGD with the
+    estimators' defaults, and closer to the optimum), AAGD on CUDA for NPKL
+    (it runs wholly on the device, L-BFGS-B goes through SciPy on the CPU),
+    and BM-L-BFGS on CUDA for CMVU, where AAGD lacks iterations, not speed
+    (benchmarks/sdp/estimator_defaults.py re-measures it).
 
     Parameters
     ----------
-    problem : FactorProblem
-    init : int or array-like
-    **options
-        Of :func:`burer_monteiro`.
+    solver : str
+        ``"auto"`` or a name of :data:`SOLVERS`.
+    problem : type or FactorProblem
+        :class:`~embedopt.sdp.NPKLProblem` or :class:`~embedopt.sdp.CMVUProblem`
+        (the class or an instance).
+    device : torch.device or str
+        The fit's device.
 
     Returns
     -------
-    SolverResult
+    str
     """
-    return solve
+    if solver != "auto":
+        return SOLVERS.resolve_name(solver)
+    kind = problem if isinstance(problem, type) else type(problem)
+    by_device = AUTO_SOLVERS.get(kind, AUTO_SOLVERS[NPKLProblem])
+    return by_device.get(torch.device(device).type, by_device["cpu"])
 
 
-bm_agd = _burer_monteiro_method("agd", "bm_agd")
-bm_lbfgs = _burer_monteiro_method("lbfgs", "bm_lbfgs")
-SOLVERS.add("bm_agd", bm_agd)
-SOLVERS.add("bm_lbfgs", bm_lbfgs)
+#: ``tol`` when left at None, per resolved solver. AAGD and BM-AGD stop on the
+#: relative change of f; BM-L-BFGS on SciPy's tests (``ftol``, the decrease
+#: relative to ``max(|f|, 1)``, and ``gtol``), which at 1e-7 sometimes fired on
+#: one short step above AAGD's objective; 1e-8 costs little more time
+#: (benchmarks/sdp/README.md, "Estimator defaults").
+_DEFAULT_TOL = {"aagd": 1e-7, "bm_agd": 1e-7, "bm_lbfgs": 1e-8}
+
+
+def default_tol(solver: str) -> float:
+    """The ``tol`` an estimator passes to ``solver`` when its own is None.
+
+    1e-7, and 1e-8 for ``"bm_lbfgs"``, whose SciPy stopping tests at 1e-7
+    sometimes stop on one short step above AAGD's objective.
+
+    Parameters
+    ----------
+    solver : str
+        A resolved name of :data:`SOLVERS`.
+
+    Returns
+    -------
+    float
+    """
+    return _DEFAULT_TOL.get(SOLVERS.resolve_name(solver), 1e-7)
+
+
+#: ``lam="auto"`` of KernelLearning: the lambdas tried (decreasing, each
+#: solve warm-started from the previous one), the share of each kind of pair
+#: held out, the fewest held-out pairs of a kind it needs, and the lambda
+#: used below that.
+LAM_GRID = (1.0, 0.1, 0.01, 0.001)
+_HELD_OUT_SHARE = 0.2
+_MIN_HELD_OUT = 5
+_FALLBACK_LAM = 1.0
+
+
+def _hold_out(pairs: np.ndarray, rng: np.random.Generator):
+    """(kept, held out): a random ``_HELD_OUT_SHARE`` of the pairs held out."""
+    order = rng.permutation(len(pairs))
+    cut = len(pairs) - round(_HELD_OUT_SHARE * len(pairs))
+    return pairs[np.sort(order[:cut])], pairs[np.sort(order[cut:])]
+
+
+def _held_out_error(held_out: NPKLProblem, V: torch.Tensor) -> float:
+    """Mean squared error of ``K_ij = <v_i, v_j>`` against ``T_ij`` (1 for a
+    must-link, 0 for a cannot-link) over the pairs of ``held_out`` (its
+    diagonal entries, which come after them, left out)."""
+    m = held_out.n_pairs
+    residual = held_out.pair_values(V, V)[:m] - held_out.pair_target[:m]
+    return float(residual.double().square().mean())
+
+
+def select_lam(solve, n: int, must_link, cannot_link, laplacian, *, rng, device, dtype):
+    """``lam="auto"`` of :class:`~embedopt.sdp.KernelLearning`: held-out lambda.
+
+    20 % of the must-links and of the cannot-links are held out; eq. 13 is
+    solved on the rest for each lambda of :data:`LAM_GRID` (decreasing, each
+    solve warm-started from the one before); the path stops at the first
+    lambda whose held-out error (the mean squared error of ``K_ij`` against
+    its target, 1 / 0) is not lower than the best so far, and the best
+    lambda is returned with its factor (the warm start of the refit on all
+    pairs). With fewer than 5 held-out pairs of a kind, lambda = 1 and no
+    path.
+
+    Parameters
+    ----------
+    solve : callable
+        ``solve(problem, init) -> SolverResult``: the fit's solver with its
+        options (``init`` None: a random start of the fit's rank).
+    n : int
+    must_link, cannot_link : numpy.ndarray of int, shape (m, 2)
+        Checked pairs (:func:`~embedopt.sdp.check_pairs`).
+    laplacian : scipy.sparse matrix, shape (n, n)
+    rng : numpy.random.Generator
+        Draws the held-out pairs.
+    device : torch.device
+    dtype : torch.dtype
+
+    Returns
+    -------
+    lam : float
+    init : torch.Tensor or None
+        The factor of the chosen lambda on the training pairs.
+    path : dict or None
+        ``lambdas`` tried and their ``heldout_error``.
+    """
+    held = [_hold_out(pairs, rng) for pairs in (must_link, cannot_link)]
+    if min(len(val) for _, val in held) < _MIN_HELD_OUT:
+        return _FALLBACK_LAM, None, None
+    (ml_fit, ml_val), (cl_fit, cl_val) = held
+    held_out = NPKLProblem(n, ml_val, cl_val, lam=0.0, device=device, dtype=dtype)
+    lambdas, errors, best, init = [], [], None, None
+    # One training problem per lambda: lambda is part of its fused sparse
+    # pattern (G = S + lam Lap); building it is O(|Omega| + nnz(Lap)),
+    # small next to a solve.
+    for lam in LAM_GRID:
+        problem = NPKLProblem(
+            n, ml_fit, cl_fit, laplacian, lam=lam, device=device, dtype=dtype
+        )
+        V = solve(problem, init).x
+        init = V
+        error = _held_out_error(held_out, V)
+        lambdas.append(lam)
+        errors.append(error)
+        if best is not None and error >= best[0]:
+            break
+        best = (error, lam, V)
+    path = {"lambdas": np.asarray(lambdas), "heldout_error": np.asarray(errors)}
+    return best[1], best[2], path

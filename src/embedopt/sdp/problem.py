@@ -1,4 +1,4 @@
-"""Smooth convex functions of a PSD matrix, seen only through its factors.
+"""The problems: smooth convex functions of a PSD matrix, seen only through factors.
 
 The SDP ``min_{Z in S_+^n} f(Z)`` (eq. 1) is solved on factors: ``Z = X Y^T``
 (the bilinear surrogate, eq. 3-4) or ``Z = V V^T`` (Burer-Monteiro, eq. 2).
@@ -22,9 +22,23 @@ then tracks the pair values across its steps instead of recomputing them
 (:func:`~embedopt.sdp.aagd`).
 
 :class:`NPKLProblem` is eq. 13 (nonparametric kernel learning), with that
-interface; every oracle costs ``O((|Omega| + nnz(Lap)) r)``.
-:func:`knn_laplacian` builds its graph Laplacian, :func:`sample_pairs` its
-must-link / cannot-link pairs from labels.
+interface; every oracle costs ``O((|Omega| + nnz(Lap)) r)``;
+:func:`sample_pairs` draws its must-link / cannot-link pairs from labels and
+:func:`check_pairs` validates given ones. :class:`CMVUProblem` is eq. 23
+(colored maximum variance unfolding) with :func:`one_hot_labels` for its
+label kernel. Their graphs (the kNN Laplacian, the CMVU pairs) are built in
+:mod:`embedopt.sdp.graphs`.
+
+CMVU boundedness. The paper adds no trace constraint and no regularizer to
+eq. 23: the distance penalty alone bounds the objective when the graph of N
+is connected (scaling a centered factor by t grows the penalty like t^4 and
+the label term like t^2). On a disconnected graph the components can drift
+apart for free and the objective is unbounded below. Instead of a trace
+bound, :func:`~embedopt.sdp.knn_pairs` therefore joins the components of the
+kNN graph by their closest cross pairs (as MVU and Isomap implementations
+do), and :class:`CMVUProblem` warns when the pairs it is given leave the
+graph disconnected. The one direction left free, ``Z + a 1 1^T`` (a
+translation of the embedding), changes neither term.
 
 Precision: the solvers of :mod:`embedopt.sdp` default to float64, because the
 SDP objective is certified to 1e-6 relative accuracy and float32 rounding of
@@ -35,29 +49,28 @@ order; in float32 every sum that cancels is still accumulated in float64.
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
 import torch
-from scipy.sparse.csgraph import connected_components
 
 from .._core import (
     DataValidationError,
-    DataWarning,
     as_array,
     fill_doc,
     resolve_random_state,
 )
 from ..linalg import csr_tensor
+from .graphs import _warn_if_disconnected
 
 __all__ = [
+    "CMVUProblem",
     "FactorGradient",
     "FactorProblem",
     "NPKLProblem",
     "check_pairs",
-    "knn_laplacian",
+    "one_hot_labels",
     "sample_pairs",
 ]
 
@@ -293,18 +306,17 @@ class NPKLProblem(_PairProblem):
         return self.target
 
     #: Elements of one gathered block in :meth:`_rowwise_dots` on the CPU
-    #: (2 MB in float64): blocks that stay in cache. Measured on a9a's
-    #: sizes (81,403 pairs, r = 25): the direction pass of AAGD 116 ms in one
-    #: block, 38 ms in blocks of 2**18; on the digits (5,391 pairs) one block.
+    #: (2 MB in float64): blocks that stay in cache, 3x faster than one block
+    #: on a9a's sizes (benchmarks/sdp/README.md, "Implementation choices").
     _BLOCK = 2**18
 
     def _rowwise_dots(self, left: torch.Tensor, right: torch.Tensor, groups: int):
         """``sum_k left[i_p, g, k] right[j_p, g, k]`` for every pair p and group g.
 
         ``left`` and ``right`` are (n, groups * k); the rows of both ends are
-        gathered with ``index_select`` (torch's advanced indexing ``U[i]``
-        measured 2.4x slower) and multiplied in place, in blocks of pairs
-        on the CPU so that the gathered rows stay in cache.
+        gathered with ``index_select`` (faster than torch's advanced
+        indexing ``U[i]``) and multiplied in place, in blocks of pairs on
+        the CPU so that the gathered rows stay in cache.
         """
         m, width = len(self.rows), left.shape[1]
         step = m if left.device.type != "cpu" else max(1, self._BLOCK // width)
@@ -356,9 +368,9 @@ class NPKLProblem(_PairProblem):
         torch.Tensor, shape (|Omega|, m)
         """
         # rows i of [D, B_1, D, B_2, ...] times rows j of [B_1, D, B_2, D, ...]:
-        # contiguous products, summed in groups of 2k columns (measured 1.9x
-        # faster on the digits, n = 1,797, r = 10, than broadcasting D_i
-        # against the stacked B_j)
+        # contiguous products, summed in groups of 2k columns (faster than
+        # broadcasting D_i against the stacked B_j; README, "Implementation
+        # choices")
         left = torch.cat([M for B in others for M in (D, B)], 1)
         right = torch.cat([M for B in others for M in (B, D)], 1)
         return 0.5 * self._rowwise_dots(left, right, len(others))
@@ -512,7 +524,7 @@ def _fused_pattern(pairs: np.ndarray, lap, lam: float, n: int, device, dtype):
         return torch.as_tensor(a, dtype=dt, device=device)
 
     # int32 indices where they fit: torch's CPU product otherwise converts
-    # them on every call (measured 10 % of G W on the digits)
+    # them on every call
     index = torch.int32 if len(uniq) < 2**31 - 1 else torch.int64
     return (
         tensor(crow, index),
@@ -545,18 +557,6 @@ def _to_torch_csr(matrix, n: int, device, dtype) -> torch.Tensor:
         torch.as_tensor(csr.data, dtype=dtype),
         (n, n),
     ).to(device)
-
-
-def _warn_if_disconnected(graph, message: str, *, stacklevel: int, **fields):
-    """Warn (:class:`DataWarning`) when the undirected ``graph`` is not connected.
-
-    ``message`` is formatted with ``n_components`` (their number) and
-    ``fields``; ``stacklevel`` is the one of a ``warnings.warn`` in the caller.
-    """
-    n_comp, _ = connected_components(graph, directed=False)
-    if n_comp > 1:
-        text = message.format(n_components=n_comp, **fields)
-        warnings.warn(text, DataWarning, stacklevel=stacklevel + 1)
 
 
 # -- pairs ------------------------------------------------------------------------
@@ -697,110 +697,214 @@ def sample_pairs(y, n_pairs: int, random_state=None) -> tuple[np.ndarray, np.nda
     return result[0], result[1]
 
 
-# -- the graph Laplacian ------------------------------------------------------------
-def knn_laplacian(
-    X,
-    n_neighbors: int = 5,
-    *,
-    bandwidth: float | None = None,
-    device="cpu",
-    chunk_size: int | None = None,
-    warn_disconnected: bool = True,
-) -> sp.csr_matrix:
-    """Normalized Laplacian of the symmetric kNN graph with heat-kernel weights.
+# -- CMVU (eq. 23) ---------------------------------------------------------------
+def one_hot_labels(y) -> np.ndarray:
+    """The one-hot label matrix Y (n x c), so that ``K = Y Y^T``.
 
-    ``i ~ j`` when j is among the ``n_neighbors`` nearest neighbours of i or
-    i among those of j (Euclidean distance); the weight is the heat kernel
-    ``W_ij = exp(-||x_i - x_j||^2 / t)``; the Laplacian is the normalized
-    ``Lap = I - D^{-1/2} W D^{-1/2}`` with ``D = diag(W 1)``, whose
-    eigenvalues lie in [0, 2] (the ``Delta`` of eq. 13).
+    ``K_ij = 1`` when i and j share a class, 0 otherwise: the label kernel of
+    CMVU for classification labels.
 
     Parameters
     ----------
-    X : array-like, shape (n, d)
-        Features (dense NumPy or scipy.sparse rows).
-    n_neighbors : int
-        Neighbours per pattern (self excluded).
-    bandwidth : float, optional
-        The heat-kernel width t; default the mean squared distance over the
-        kNN edges (so the weights are O(1) whatever the feature scale).
-    device : torch.device or str
-        Where the distances are computed (chunks of ``chunk_size`` rows).
-    chunk_size : int, optional
-        Rows per distance block: memory ``O(chunk_size * n)``; default
-        ``2**24 // n`` rows (blocks of 128 MB in float64).
-    warn_disconnected : bool
-        Emit a :class:`~embedopt.DataWarning` when the graph has several connected
-        components (the smoothness term then does not link them).
+    y : array-like, shape (n,)
 
     Returns
     -------
-    scipy.sparse.csr_matrix, shape (n, n)
+    numpy.ndarray of float64, shape (n, c)
+    """
+    _, inverse = np.unique(np.asarray(y), return_inverse=True)
+    out = np.zeros((len(inverse), int(inverse.max()) + 1))
+    out[np.arange(len(inverse)), inverse] = 1.0
+    return out
+
+
+class CMVUProblem(_PairProblem):
+    """Colored maximum variance unfolding, eq. 23, on factors.
+
+    ``f(Z) = 1/2 sum_{p = {i,j} in N} (E_p^T Z E_p - d_p)^2 - lam tr(H Z H K)``
+
+    with ``E_p = e_i - e_j`` (so ``E_p^T Z E_p = Z_ii + Z_jj - Z_ij - Z_ji``,
+    the squared distance of i and j in the embedding, also for the
+    non-symmetric ``X Y^T`` of the bilinear surrogate), ``H = I - 1 1^T / n``
+    and the label kernel ``K = Lb Lb^T`` given by a label factor ``Lb``
+    (n x c; :func:`one_hot_labels` for classes) or ``K = I`` (``labels=None``:
+    plain MVU, where ``tr(H Z H) = tr(H Z)`` is the variance of the
+    embedding). The weight is the paper's trade-off lambda, 1 by default as in
+    its experiments (Sec. 5.2); eq. 23's distance term carries the 1/2 and no
+    other weight. The distances are not rescaled: for features of scale s the
+    penalty grows like s^4 and the label term like s^2, so lambda is to be read
+    relative to the data's scale.
+
+    The gradient is ``G = sum_p r_p E_p E_p^T - lam H K H`` (symmetric), with
+    residuals ``r_p = E_p^T Z E_p - d_p``; ``G W`` costs
+    ``O((|N| + n c) k)`` for W with k columns (``H Lb (Lb^T H W)``, never the
+    n x n K). f is quadratic: the penalty is quadratic in Z and the label
+    term linear, so :meth:`curvature` gives the exact steps (Proposition 2).
+    The Hessian is ``sum_p vec(E_p E_p^T) vec(E_p E_p^T)^T``; its largest
+    eigenvalue is at most ``max_p (deg_i + deg_j) + 2`` (Gershgorin on the
+    Gram matrix of the ``E_p E_p^T``: 4 on the diagonal, 1 for two pairs that
+    share a pattern), the ``lipschitz`` used; ``strong_convexity = 0``.
+
+    The problem has no ``trace_bound``: :func:`~embedopt.sdp.frank_wolfe` needs
+    one passed explicitly.
+
+    Parameters
+    ----------
+    n : int
+        Number of patterns.
+    pairs : array-like of int, shape (m, 2)
+        The neighbour pairs N (:func:`knn_pairs`), ``i != j``, each once (a
+        repeated pair weighs twice).
+    sqdist : array-like of float, shape (m,)
+        ``d_p``, the squared distances to preserve.
+    labels : array-like, shape (n, c), optional
+        Label factor ``Lb`` of ``K = Lb Lb^T``; None for ``K = I`` (MVU).
+    lam : float
+        Trade-off lambda between dependence on the labels and distance
+        preservation.
+    device : torch.device or str
+    dtype : torch.dtype
+        float64 by default.
 
     Raises
     ------
     DataValidationError
-        NaN or infinite features, or ``n_neighbors >= n``.
+        Pairs out of range or self-pairs, distances of the wrong length, NaN
+        or negative, labels of the wrong shape.
     """
-    feats = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
-    n = feats.shape[0]
-    if not np.all(np.isfinite(feats)):
-        row = int(np.nonzero(~np.isfinite(feats).all(axis=1))[0][0])
+
+    def __init__(
+        self,
+        n: int,
+        pairs,
+        sqdist,
+        labels=None,
+        *,
+        lam: float = 1.0,
+        device="cpu",
+        dtype=torch.float64,
+    ):
+        super().__init__(n, lam, device, dtype)
+        pairs, sqdist, labels = _check_cmvu_inputs(self.n, pairs, sqdist, labels)
+        deg = np.bincount(pairs.ravel(), minlength=self.n)
+        self.lipschitz = float((deg[pairs[:, 0]] + deg[pairs[:, 1]]).max() + 2)
+        self.n_pairs = len(pairs)
+        self._store_pairs(pairs)
+        self.sqdist = torch.as_tensor(sqdist, device=self.device, dtype=dtype)
+        self.labels = self.labels_t = self.classes = None
+        if labels is not None:
+            self.labels = torch.as_tensor(labels, device=self.device, dtype=dtype)
+            if np.all((labels == 0) | (labels == 1)) and np.all(labels.sum(1) == 1):
+                # one-hot: Lb^T W is a sum per class, a scatter in O(n k)
+                # (a tiny GEMM can cost milliseconds when BLAS threads contend)
+                self.classes = torch.as_tensor(labels.argmax(1), device=self.device)
+            else:
+                self.labels_t = self.labels.T.contiguous()
+
+    # -- building blocks ---------------------------------------------------------
+    def pair_values(self, U: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+        """``s_p(U, V) = E_p^T U V^T E_p = (u_i - u_j) . (v_i - v_j)`` per pair.
+
+        Bilinear in ``(U, V)``, O(|N| k).
+
+        Parameters
+        ----------
+        U, V : torch.Tensor, shape (n, k)
+            Pass one tensor twice for ``Z = V V^T``: its rows are gathered once.
+
+        Returns
+        -------
+        torch.Tensor, shape (|N|,)
+        """
+        dU = U[self.rows] - U[self.cols]
+        dV = dU if V is U else V[self.rows] - V[self.cols]
+        return (dU * dV).sum(1)
+
+    def _label_map(self, W: torch.Tensor) -> torch.Tensor:
+        """``Lb^T H W`` (c x k), or ``H W`` when ``K = I``; O(n c k)."""
+        centered = W - W.mean(0, keepdim=True)
+        if self.labels is None:
+            return centered
+        if self.classes is None:
+            return self.labels_t @ centered
+        out = W.new_zeros((self.labels.shape[1], W.shape[1]))
+        return out.index_add_(0, self.classes, centered)
+
+    def _label_apply(self, M: torch.Tensor) -> torch.Tensor:
+        """``H Lb M`` for ``M = Lb^T H W``, i.e. ``H K H W``."""
+        if self.labels is None:
+            return M  # already H W, and H H = H
+        out = self.labels @ M if self.classes is None else M[self.classes]
+        return out - out.mean(0, keepdim=True)
+
+    # -- the oracles ---------------------------------------------------------------
+    @fill_doc(value_doc=_VALUE_DOC)
+    def value(self, X: torch.Tensor, Y: torch.Tensor) -> float:
+        """``f(X Y^T)`` (eq. 23), O((|N| + n c) r).
+
+        The distance penalty minus lambda times the label dependence.
+
+        {value_doc}
+        """
+        return self.gradient(X, Y).value
+
+    @fill_doc(gradient_doc=_GRADIENT_DOC)
+    def gradient(self, X: torch.Tensor, Y: torch.Tensor) -> FactorGradient:
+        """``f(X Y^T)`` and ``G = nabla f(X Y^T)`` as a (symmetric) operator.
+
+        {gradient_doc}
+        """
+        resid = self.pair_values(X, Y) - self.sqdist
+        i, j = self.rows, self.cols
+
+        def value() -> float:
+            fit = 0.5 * float((resid * resid).sum(dtype=torch.float64))
+            # tr(H X Y^T H K) = <Lb^T H X, Lb^T H Y>
+            dep = (self._label_map(X) * self._label_map(Y)).sum(dtype=torch.float64)
+            return fit - self.lam * float(dep)
+
+        def matmul(W: torch.Tensor) -> torch.Tensor:
+            # sum_p r_p E_p E_p^T W: row i gets r_p (w_i - w_j), row j its negative
+            t = resid.unsqueeze(1) * (W[i] - W[j])
+            out = torch.zeros_like(W)
+            out.index_add_(0, i, t)
+            out.index_add_(0, j, -t)
+            return out - self.lam * self._label_apply(self._label_map(W))
+
+        return FactorGradient(value, matmul)
+
+
+def _check_cmvu_inputs(n: int, pairs, sqdist, labels):
+    pairs = np.asarray(pairs)
+    if pairs.ndim != 2 or pairs.shape[1] != 2 or len(pairs) == 0:
         raise DataValidationError(
-            f"X has NaN or infinite features (first in row {row}); impute or drop "
-            "them before building the kNN graph."
+            f"pairs must have shape (m, 2) with m >= 1; got shape {pairs.shape}."
         )
-    if n_neighbors >= n:
+    pairs = pairs.astype(np.int64)
+    if pairs.min() < 0 or pairs.max() >= n or np.any(pairs[:, 0] == pairs[:, 1]):
         raise DataValidationError(
-            f"n_neighbors={n_neighbors} needs more than {n_neighbors} patterns; got "
-            f"n={n}."
+            f"pairs must hold distinct pattern indices in [0, {n}) (no self-pairs)."
         )
-    Xt = torch.as_tensor(feats, dtype=torch.float64, device=device)
-    sq = (Xt * Xt).sum(1)
-    dists, idx = [], []
-    chunk_size = chunk_size or max(1, 2**24 // n)
-    for start in range(0, n, chunk_size):
-        block = Xt[start : start + chunk_size]
-        d2 = (
-            sq[start : start + len(block), None] + sq[None, :] - 2 * block @ Xt.T
-        ).clamp_min(0)
-        d2[torch.arange(len(block)), torch.arange(start, start + len(block))] = np.inf
-        val, ind = torch.topk(d2, n_neighbors, dim=1, largest=False)
-        dists.append(val.cpu())
-        idx.append(ind.cpu())
-    d2 = torch.cat(dists).numpy().ravel()
-    if not np.all(np.isfinite(d2)):
+    sqdist = np.asarray(sqdist, dtype=np.float64)
+    if sqdist.shape != (len(pairs),) or not np.all(np.isfinite(sqdist)):
         raise DataValidationError(
-            "The squared distances between the patterns overflow float64 (features "
-            "of 1e154 or more); rescale X."
+            f"sqdist must hold {len(pairs)} finite squared distances, one per pair; "
+            f"got shape {sqdist.shape}."
         )
-    cols = torch.cat(idx).numpy().ravel()
-    rows = np.repeat(np.arange(n), n_neighbors)
-    t = float(d2.mean()) if bandwidth is None else float(bandwidth)
-    t = t if t > 0 else 1.0  # all neighbours at distance 0: unit weights
-    with np.errstate(over="ignore", under="ignore"):  # weights that vanish are 0
-        weights = np.exp(-d2 / t)
-    if not weights.any():
-        raise DataValidationError(
-            f"Every kNN weight exp(-d / t) underflows to 0 with the bandwidth t={t:g} "
-            f"(the squared distances to the neighbours are {float(d2.min()):.3g} and "
-            "up): the graph would be empty. Increase 'bandwidth' (None: the mean "
-            "squared distance)."
-        )
-    W = sp.csr_matrix((weights, (rows, cols)), shape=(n, n))
-    W = W.maximum(W.T)  # symmetric kNN graph (i in kNN(j) or j in kNN(i))
-    W.eliminate_zeros()  # a vanished weight is no edge
-    if warn_disconnected:
-        _warn_if_disconnected(
-            W,
-            "The {k}-NN graph has {n_components} connected components; the "
-            "Laplacian term does not link them. Increase 'n_neighbors'.",
-            stacklevel=2,
-            k=n_neighbors,
-        )
-    deg = np.asarray(W.sum(axis=1)).ravel()
-    # D^{-1/2} with 0 for a vertex all of whose weights vanished: its row of S
-    # is 0 (and its Laplacian row that of an isolated vertex)
-    inv = np.divide(1.0, np.sqrt(deg), out=np.zeros_like(deg), where=deg > 0)
-    S = sp.diags(inv) @ W @ sp.diags(inv)
-    return sp.csr_matrix(sp.identity(n) - S)
+    if np.any(sqdist < 0):
+        raise DataValidationError("sqdist must be non-negative (squared distances).")
+    graph = sp.csr_matrix((np.ones(len(pairs)), tuple(pairs.T)), shape=(n, n))
+    _warn_if_disconnected(
+        graph,
+        "The pairs leave {n_components} connected components: the CMVU objective "
+        "is unbounded below (components drift apart). Build them with knn_pairs.",
+        stacklevel=3,
+    )
+    if labels is not None:
+        labels = np.asarray(labels, dtype=np.float64)
+        if labels.ndim != 2 or labels.shape[0] != n:
+            raise DataValidationError(
+                f"labels must be a label factor of shape ({n}, c); got shape "
+                f"{labels.shape}."
+            )
+    return pairs, sqdist, labels
