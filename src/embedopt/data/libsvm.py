@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,12 @@ __all__ = ["load_libsvm"]
 _LAYOUT = "LIBSVM lines 'label k:v k:v ...' with 1-based feature indices k"
 
 
-def load_libsvm(path, n_features: int | None = None, *, n_rows: int | None = None):
+def load_libsvm(
+    path: str | os.PathLike,
+    n_features: int | None = None,
+    *,
+    n_rows: int | None = None,
+) -> tuple[sp.csr_matrix, np.ndarray]:
     """Read a LIBSVM (svmlight) file: one pattern per line, ``label k:v ...``.
 
     Feature indices are 1-based (column ``k - 1``); features not listed are

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._core import DataValidationError, as_array
 
@@ -19,7 +20,7 @@ def _two_labelings(a, b, names: tuple[str, str]):
     return a, b
 
 
-def rand_index(labels_true, labels_pred) -> float:
+def rand_index(labels_true: ArrayLike, labels_pred: ArrayLike) -> float:
     """Rand index (Rand, 1971): the share of pattern pairs two labelings agree on.
 
     A pair agrees when both labelings put it in one cluster or both split
@@ -67,7 +68,7 @@ def rand_index(labels_true, labels_pred) -> float:
     return 1.0 - disagree / total
 
 
-def nearest_neighbor_accuracy(embedding, labels) -> float:
+def nearest_neighbor_accuracy(embedding: ArrayLike, labels: ArrayLike) -> float:
     """Leave-one-out 1-nearest-neighbour accuracy of an embedding.
 
     Each pattern gets the label of its nearest other pattern (Euclidean
