@@ -98,7 +98,7 @@ def solve_each(
             warnings.simplefilter("ignore", ConvergenceWarning)
             res = proximal_completion(
                 problem,
-                lam,
+                lam=lam,
                 **method,
                 tol=tol,
                 max_iter=max_iter,
@@ -122,7 +122,7 @@ def reference_objective(problem, lam, seed, max_iter=5000):
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = proximal_completion(
             problem,
-            lam,
+            lam=lam,
             tol=1e-10,
             max_iter=max_iter,
             random_state=seed,

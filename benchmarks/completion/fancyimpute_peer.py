@@ -118,7 +118,7 @@ def main():
             warnings.simplefilter("ignore", ConvergenceWarning)
             res = ais_impute(
                 train_problem,
-                lam,
+                lam=lam,
                 tol=1e-5,
                 max_iter=1000,
                 random_state=0,

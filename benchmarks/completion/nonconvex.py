@@ -80,10 +80,23 @@ def solve(kind, solver, problem, lam, param, rep):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         if solver == "IRNN":
-            return irnn(problem, lam, kind, random_state=rep, max_iter=1000, **kw)
+            return irnn(
+                problem,
+                lam=lam,
+                regularizer=kind,
+                random_state=rep,
+                max_iter=1000,
+                **kw,
+            )
         inner = "apg" if solver == "TNNR(APG)" else "ais_impute"
         return dc_completion(
-            problem, lam, kind, solver=inner, random_state=rep, max_outer_iter=10, **kw
+            problem,
+            lam=lam,
+            regularizer=kind,
+            solver=inner,
+            random_state=rep,
+            max_outer_iter=10,
+            **kw,
         )
 
 

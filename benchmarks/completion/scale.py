@@ -52,7 +52,7 @@ def worker(path: str, rank: int, threads: int | None, device: str) -> None:
     build = time.perf_counter() - t0
     lmax = problem.lambda_max()
     res = ais_impute(
-        problem, 0.2 * lmax, max_iter=12, tol=0.0, max_rank=rank, random_state=0
+        problem, lam=0.2 * lmax, max_iter=12, tol=0.0, max_rank=rank, random_state=0
     )
     per_iter = float(np.median(np.diff(res.history["time"])[2:]))
     # Kernel throughput: one sparse product with k = rank columns.
