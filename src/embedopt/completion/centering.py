@@ -194,16 +194,14 @@ def select_centering(
     error above ``z_min``). A tie keeps "none".
 
     Why: offsets help nuclear-norm completion only when they are real. On
-    ratings they are (MovieLens-100K / 1M: the offsets lower the validation
-    MSE of the mean alone by 31 % / 34 %); on a zero-mean low-rank matrix they
-    are noise fitted from a few dozen entries per row, which the low-rank fit
-    must then undo (Yao & Kwok's Table III problem, m = 1000: the offsets
-    raise the validation MSE by 2 %, and the test NMSE of the default fit is
-    0.12 with "both", 0.037 with "none"). "global" is not a candidate: the
-    mean of an exactly low-rank matrix can be significant, yet subtracting it
-    adds a rank-one term (rank-2 60 x 50 matrix: test RMSE 0.060 with
-    "global", 0.053 with "none"); where a large mean matters, "both" removes
-    it too.
+    ratings they are; on a zero-mean low-rank matrix they are noise fitted
+    from a few dozen entries per row, which the low-rank fit must then undo
+    (Yao & Kwok's Table III problem, m = 1000: test NMSE of the default fit
+    0.12 with "both", 0.037 with "none"; ``benchmarks/completion/
+    defaults.py``, more figures in its README). "global" is not a candidate:
+    the mean of an exactly low-rank matrix can be significant, yet
+    subtracting it adds a rank-one term; where a large mean matters, "both"
+    removes it too.
 
     Parameters
     ----------

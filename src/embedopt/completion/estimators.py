@@ -386,11 +386,10 @@ class MatrixCompletion(_CompletionEstimator):
         Defaults ``tol=1e-3`` and ``power_iters=1`` (not the paper's 1e-4 and
         3): the lambda path only needs to rank the lambdas, each SVT is warm
         started from the last iterate's subspace, and the selected solution
-        is then refitted. Measured with one thread (issue 13): MovieLens-1M,
-        80/20 split, fit CPU 57.6 s -> 21.8 s at test RMSE 0.8586 -> 0.8589;
-        MovieLens-100K 2.5 s -> 1.3 s at 0.9163 -> 0.9164; Table III problem
-        (m = 1000) 3.3 s -> 1.6 s at the same NMSE 0.0074. The functions
-        (:func:`ais_impute`, :func:`lambda_path`) keep the paper's values.
+        is then refitted: MovieLens-1M fits in 2.6x less CPU time at the same
+        test RMSE to 3e-4 (``benchmarks/completion/defaults.py``). The
+        functions (:func:`ais_impute`, :func:`lambda_path`) keep the paper's
+        values.
     postprocess : bool or "auto"
         Refit the singular values after solving (Sec. 3.6). ``"auto"`` (with
         ``lam="auto"``) keeps whichever of the raw and post-processed solutions
@@ -404,7 +403,8 @@ class MatrixCompletion(_CompletionEstimator):
         there are none; "both" when there are fewer than 20 entries):
         ``"both"`` on ratings (MovieLens), ``"none"`` on a zero-mean low-rank
         matrix, where fitted offsets are noise (Table III problem: test NMSE
-        0.12 with "both", 0.037 with "none").
+        0.12 with "both", 0.037 with "none"; ``benchmarks/completion/
+        defaults.py``).
     scale : bool
         Also divide centered values by their standard deviation.
     center_reg : float

@@ -188,11 +188,9 @@ def lambda_path(
         Stop after this many consecutive lambdas without a better validation
         score (None: solve the whole grid). The default 1 stops at the first
         lambda that validates worse: the solves past the optimum are the
-        expensive high-rank ones (MovieLens-1M, 80 % split: ranks 313 and 389
-        after the optimum's 210, 546 of the 710 s of a patience-2 fit), and on
-        MovieLens-100K (3 random 80/20 splits) patience 1 selected the same
-        lambda as patience 2 in half the time. Raise it when the validation
-        set is small and its curve noisy.
+        expensive high-rank ones (MovieLens-1M: 546 of the 710 s of a
+        patience-2 fit; ``benchmarks/completion/defaults.py``). Raise it when
+        the validation set is small and its curve noisy.
     loss, shape, device, dtype
         See :class:`CompletionProblem`.
     mode_weights : sequence of float, optional
@@ -401,14 +399,11 @@ class _TurnedAway:
     show it early: their validation score is worse than the best lambda's and
     keeps getting worse. After ``window`` consecutive worsening iterations
     that end worse than the best score, the step stops (stop reason
-    "callback") and is scored as it is. MovieLens-1M, 80 % split: the step
-    after the selected lambda took 53 of 129 s; aborted, it takes a few
-    iterations, and the selected lambda is the same (the step still
-    validates worse than the best one). Two worsening iterations are enough
-    (``window = 2``; it was 3): on MovieLens 100k, latest-small (3 splits
-    each), 1M and the two synthetic problems of the defaults benchmark (3
-    seeds) every selected lambda is the same with a window of 3, 2 or 1,
-    and the aborted MovieLens-1M step takes 1.9 s instead of 3.4 s.
+    "callback") and is scored as it is; it still validates worse than the
+    best step, so the selected lambda is the same. Two worsening iterations
+    are enough: every selected lambda of the defaults benchmark
+    (``benchmarks/completion/defaults.py``) is the same with a window of 3,
+    2 or 1 (figures in ``benchmarks/completion/README.md``).
     """
 
     window = 2

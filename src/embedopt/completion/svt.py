@@ -53,15 +53,17 @@ class ApproxSVT:
     iterate can reach ``rank(X_t) + rank(X_{t-1})``, and in the middle of the
     continuation (lambda_t still large, momentum overshooting) it roughly
     doubles every iteration before it falls back to the rank of the solution
-    (measured on the Table III problem at m = 2000: 1, 2, 5, 13, 32, 67 for a
-    rank-5 solution), and the cost of an iteration grows with it. The
+    (up to 67 for a rank-5 solution of the Table III problem; see
+    ``benchmarks/completion/README.md``), and the cost of an iteration grows
+    with it. The
     authors' released code caps the basis the same way (at twice the true
     rank, growing by one when the rank reaches it). A truncated basis only
     makes the SVT more inexact while the cap binds; at a stop the cap is at
     least twice the rank, as in the pseudo-code, so the fixed point is
     unchanged. Growing by one keeps the mid-continuation transient small;
     doubling on convergence reaches a genuinely higher rank fast (a
-    warm-started lambda-path step on MovieLens-1M goes from rank 39 to 210).
+    warm-started lambda-path step on MovieLens-1M goes from rank 39 to 210,
+    as in ``benchmarks/completion/movielens.py``).
     A user's ``max_rank`` stays a hard ceiling: a cap that has reached it no
     longer binds.
     """
