@@ -178,3 +178,15 @@ def test_bad_mode_weights_are_refused_before_any_work(weights):
         TensorCompletion(mode_weights=weights, random_state=0).fit(t)
     with pytest.raises(InvalidParameterError, match="'mode_weights'"):
         ais_impute(t, lam=1.0, mode_weights=weights)
+
+
+def test_tensor_estimator_ends_with_the_common_fitted_attributes():
+    from embedopt.completion import TensorCompletion
+
+    obs = make_low_rank_tensor(10, n_observed=200, random_state=0).observed
+    model = TensorCompletion(lam=0.5, solver="auto", max_iter=40, random_state=0)
+    model.fit(obs)
+    assert model.solver_ == "ais_impute"
+    assert model.objective_ == pytest.approx(model.history_["objective"][-1])
+    assert model.n_iter_ == len(model.history_["objective"])
+    assert model.stop_reason_
