@@ -547,7 +547,7 @@ class TensorCompletion(_CompletionEstimator):
     validation_fraction, refit, random_state, device, dtype, verbose, callback
         As in :class:`MatrixCompletion`, except that ``tol`` and
         ``power_iters`` keep the paper's 1e-4 and 3 (the faster matrix
-        defaults were not measured on tensors). ``center="both"``, which
+        defaults were tuned on matrices only). ``center="both"``, which
         ``center="auto"`` picks when the offsets predict held-out entries
         better, removes an offset per index of every mode.
 
