@@ -98,7 +98,7 @@ def solve_each(
             warnings.simplefilter("ignore", ConvergenceWarning)
             res = proximal_completion(
                 problem,
-                lam,
+                lam=lam,
                 **method,
                 tol=tol,
                 max_iter=max_iter,
@@ -122,7 +122,7 @@ def reference_objective(problem, lam, seed, max_iter=5000):
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = proximal_completion(
             problem,
-            lam,
+            lam=lam,
             tol=1e-10,
             max_iter=max_iter,
             random_state=seed,
@@ -134,10 +134,9 @@ def reference_objective(problem, lam, seed, max_iter=5000):
 def time_to_gap(history, f_star, gap=GAP):
     """Seconds and iterations until ``(F - F*) / |F*| <= gap`` (NaN if never)."""
     rel = (history["objective"] - f_star) / abs(f_star)
-    hit = np.flatnonzero(rel <= gap)
-    if hit.size == 0:
-        return float("nan"), float("nan")
-    return float(history["time"][hit[0]]), int(history["iteration"][hit[0]])
+    seconds = _shared.time_to(history["time"], rel, gap)
+    iters = _shared.time_to(history["iteration"], rel, gap)
+    return seconds, iters if np.isnan(iters) else int(iters)
 
 
 def plot_gaps(out, sizes, path):

@@ -73,7 +73,12 @@ def run(name, rep, args):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             res = dc_completion(
-                problem, lam, "lsp", theta=theta, random_state=rep, max_outer_iter=10
+                problem,
+                lam=lam,
+                regularizer="lsp",
+                theta=theta,
+                random_state=rep,
+                max_outer_iter=10,
             )
         score = problem.validation_score(*res.x)
         if best is None or score < best[0]:

@@ -102,7 +102,8 @@ def run(variant, rep, methods, args):
     )
 
 
-def main():
+def configure():
+    """The command line: datasets, repetitions, methods."""
     p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--datasets", nargs="*", default=None)
     p.add_argument("--reps", type=int, default=None)
@@ -111,15 +112,20 @@ def main():
     p.add_argument("--data-dir", default=None)
     args = p.parse_args()
     _shared.setup(args)
-    datasets = args.datasets or (["100k"] if args.quick else ["100k", "1m"])
-    reps = args.reps or (1 if args.quick else 5)
+    args.datasets = args.datasets or (["100k"] if args.quick else ["100k", "1m"])
+    args.reps = args.reps or (1 if args.quick else 5)
+    return args
+
+
+def run_all(args) -> list[dict]:
+    """Every method on every split of every dataset."""
     runs = []
-    for variant in datasets:
+    for variant in args.datasets:
         methods = args.methods or (
             ["soft_impute", "ais_impute_exact", "ais_impute"]
             + (["apg"] if variant == "100k" else [])
         )
-        for rep in range(reps):
+        for rep in range(args.reps):
             r = run(variant, rep, methods, args)
             runs.append(r)
             print(
@@ -128,50 +134,47 @@ def main():
                 {k: round(v["rmse_std"], 4) for k, v in r["methods"].items()},
                 flush=True,
             )
+    return runs
+
+
+def summarize(variant, rs, key) -> tuple[list, dict]:
+    """The table row and the summary of one method over the splits ``rs``."""
+    ms = [r["methods"][key] for r in rs]
+    sm, ss = _shared.mean_std([x["rmse_std"] for x in ms])
+    tm, ts = _shared.mean_std([x["rmse_stars"] for x in ms])
+    secs = _shared.median([x["seconds"] for x in ms])
+    ratio = _shared.median(
+        [
+            x["seconds"] / r["methods"]["ais_impute"]["seconds"]
+            for x, r in zip(ms, rs, strict=True)
+        ]
+    )
+    row = [
+        variant,
+        ms[0]["label"],
+        f"{sm:.3f} ± {ss:.3f}",
+        f"{tm:.3f} ± {ts:.3f}",
+        int(np.median([x["rank"] for x in ms])),
+        secs,
+        ratio,
+    ]
+    summary = dict(
+        rmse_std=sm, rmse_std_sd=ss, rmse_stars=tm, seconds=secs, ratio_vs_ais=ratio
+    )
+    return row, summary
+
+
+def report(args, runs) -> None:
+    """Table V (with the paper's row per dataset), JSON and Markdown."""
     rows, summary = [], {}
-    for variant in datasets:
+    for variant in args.datasets:
         rs = [r for r in runs if r["variant"] == variant]
         for key in rs[0]["methods"]:
-            ms = [r["methods"][key] for r in rs]
-            sm, ss = _shared.mean_std([x["rmse_std"] for x in ms])
-            tm, ts = _shared.mean_std([x["rmse_stars"] for x in ms])
-            secs = _shared.median([x["seconds"] for x in ms])
-            ratio = _shared.median(
-                [
-                    x["seconds"] / r["methods"]["ais_impute"]["seconds"]
-                    for x, r in zip(ms, rs, strict=True)
-                ]
-            )
-            rows.append(
-                [
-                    variant,
-                    ms[0]["label"],
-                    f"{sm:.3f} ± {ss:.3f}",
-                    f"{tm:.3f} ± {ts:.3f}",
-                    int(np.median([x["rank"] for x in ms])),
-                    secs,
-                    ratio,
-                ]
-            )
-            summary[f"{variant}/{key}"] = dict(
-                rmse_std=sm,
-                rmse_std_sd=ss,
-                rmse_stars=tm,
-                seconds=secs,
-                ratio_vs_ais=ratio,
-            )
+            row, summary[f"{variant}/{key}"] = summarize(variant, rs, key)
+            rows.append(row)
         paper_rmse, paper_rank = PAPER[variant]
-        rows.append(
-            [
-                variant,
-                "paper: AIS-Impute (Table V)",
-                f"{paper_rmse:.3f}",
-                "",
-                paper_rank,
-                "",
-                "",
-            ]
-        )
+        paper = [variant, "paper: AIS-Impute (Table V)", f"{paper_rmse:.3f}"]
+        rows.append([*paper, "", paper_rank, "", ""])
     table = _shared.markdown_table(
         [
             "data",
@@ -188,30 +191,40 @@ def main():
     _shared.write(
         "completion_movielens",
         args.out,
-        dict(datasets=datasets, reps=reps, device=args.device),
+        dict(datasets=args.datasets, reps=args.reps, device=args.device),
         dict(summary=summary, runs=runs),
         table,
     )
-    if not args.no_plots:
-        plt = _shared.figure()
-        fig, axes = plt.subplots(
-            1, len(datasets), figsize=(5 * len(datasets), 4), squeeze=False
+
+
+def plot(args, runs) -> None:
+    """Figure 2: test RMSE against time, one panel per dataset."""
+    plt = _shared.figure()
+    n = len(args.datasets)
+    fig, axes = plt.subplots(1, n, figsize=(5 * n, 4), squeeze=False)
+    for j, variant in enumerate(args.datasets):
+        r = next(x for x in runs if x["variant"] == variant)
+        for v in r["methods"].values():
+            if "curve_time" in v:
+                axes[0, j].plot(v["curve_time"], v["curve_rmse"], label=v["label"])
+        axes[0, j].set(
+            xscale="log",
+            xlabel="seconds",
+            ylabel="test RMSE (standardized, before post-processing)",
+            title=f"MovieLens {variant}",
         )
-        for j, variant in enumerate(datasets):
-            r = next(x for x in runs if x["variant"] == variant)
-            for v in r["methods"].values():
-                if "curve_time" in v:
-                    axes[0, j].plot(v["curve_time"], v["curve_rmse"], label=v["label"])
-            axes[0, j].set(
-                xscale="log",
-                xlabel="seconds",
-                ylabel="test RMSE (standardized, before post-processing)",
-                title=f"MovieLens {variant}",
-            )
-            axes[0, j].set_ylim(top=1.05)
-        axes[0, 0].legend()
-        fig.tight_layout()
-        fig.savefig(f"{args.out}/completion_movielens.png", dpi=110)
+        axes[0, j].set_ylim(top=1.05)
+    axes[0, 0].legend()
+    fig.tight_layout()
+    fig.savefig(f"{args.out}/completion_movielens.png", dpi=110)
+
+
+def main():
+    args = configure()
+    runs = run_all(args)
+    report(args, runs)
+    if not args.no_plots:
+        plot(args, runs)
 
 
 if __name__ == "__main__":

@@ -80,10 +80,23 @@ def solve(kind, solver, problem, lam, param, rep):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         if solver == "IRNN":
-            return irnn(problem, lam, kind, random_state=rep, max_iter=1000, **kw)
+            return irnn(
+                problem,
+                lam=lam,
+                regularizer=kind,
+                random_state=rep,
+                max_iter=1000,
+                **kw,
+            )
         inner = "apg" if solver == "TNNR(APG)" else "ais_impute"
         return dc_completion(
-            problem, lam, kind, solver=inner, random_state=rep, max_outer_iter=10, **kw
+            problem,
+            lam=lam,
+            regularizer=kind,
+            solver=inner,
+            random_state=rep,
+            max_outer_iter=10,
+            **kw,
         )
 
 
@@ -118,48 +131,57 @@ def run(name, rep, args):
     return dict(data=name, rep=rep, metric=metric, methods=out)
 
 
-def main():
+def configure():
+    """The command line: datasets and repetitions."""
     p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--datasets", nargs="*", default=None)
     p.add_argument("--reps", type=int, default=None)
     p.add_argument("--data-dir", default=None)
     args = p.parse_args()
     _shared.setup(args)
-    names = args.datasets or (
+    args.datasets = args.datasets or (
         ["synthetic-250"]
         if args.quick
         else ["synthetic-250", "synthetic-1000", "movielens-100k"]
     )
-    reps = args.reps or (1 if args.quick else 5)
-    runs = [run(n, r, args) for n in names for r in range(reps)]
+    args.reps = args.reps or (1 if args.quick else 5)
+    return args
+
+
+def table_row(name, rs, key) -> list:
+    """Table VIII's row of one regularizer/solver over the repetitions ``rs``."""
+    ms = [r["methods"][key] for r in rs]
+    mean, sd = _shared.mean_std([x["error"] for x in ms])
+    kind = key.split("/")[0]
+    ref = f"{kind}/DC(AIS-Impute)" if kind in GRIDS else None
+    ratio = (
+        _shared.median(
+            [
+                x["seconds"] / r["methods"][ref]["seconds"]
+                for x, r in zip(ms, rs, strict=True)
+            ]
+        )
+        if ref
+        else float("nan")
+    )
+    return [
+        name,
+        key,
+        f"{mean:.4f} ± {sd:.4f}",
+        int(np.median([x["rank"] for x in ms])),
+        _shared.median([x["seconds"] for x in ms]),
+        ratio,
+    ]
+
+
+def main():
+    args = configure()
+    names = args.datasets
+    runs = [run(n, r, args) for n in names for r in range(args.reps)]
     rows = []
     for name in names:
         rs = [r for r in runs if r["data"] == name]
-        for key in rs[0]["methods"]:
-            ms = [r["methods"][key] for r in rs]
-            mean, sd = _shared.mean_std([x["error"] for x in ms])
-            kind = key.split("/")[0]
-            ref = f"{kind}/DC(AIS-Impute)" if kind in GRIDS else None
-            ratio = (
-                _shared.median(
-                    [
-                        x["seconds"] / r["methods"][ref]["seconds"]
-                        for x, r in zip(ms, rs, strict=True)
-                    ]
-                )
-                if ref
-                else float("nan")
-            )
-            rows.append(
-                [
-                    name,
-                    key,
-                    f"{mean:.4f} ± {sd:.4f}",
-                    int(np.median([x["rank"] for x in ms])),
-                    _shared.median([x["seconds"] for x in ms]),
-                    ratio,
-                ]
-            )
+        rows += [table_row(name, rs, key) for key in rs[0]["methods"]]
     table = _shared.markdown_table(
         [
             "data",
@@ -175,7 +197,7 @@ def main():
     _shared.write(
         "completion_nonconvex",
         args.out,
-        dict(datasets=names, reps=reps),
+        dict(datasets=names, reps=args.reps),
         dict(runs=runs),
         table,
     )

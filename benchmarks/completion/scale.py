@@ -44,7 +44,8 @@ def worker(path: str, rank: int, threads: int | None, device: str) -> None:
         (d["rows"], d["cols"]), d["vals"], tuple(d["shape"]), validate=False
     )
     del d
-    base = _shared.peak_rss_gb()
+    # The data is loaded: what the peak adds from here on is the solver's.
+    base = _shared.reset_peak_rss() / 1024
     t0 = time.perf_counter()
     problem = CompletionProblem(entries, dtype="float32", device=device)
     sync = torch.cuda.synchronize if problem.device.type == "cuda" else (lambda: None)
@@ -52,7 +53,7 @@ def worker(path: str, rank: int, threads: int | None, device: str) -> None:
     build = time.perf_counter() - t0
     lmax = problem.lambda_max()
     res = ais_impute(
-        problem, 0.2 * lmax, max_iter=12, tol=0.0, max_rank=rank, random_state=0
+        problem, lam=0.2 * lmax, max_iter=12, tol=0.0, max_rank=rank, random_state=0
     )
     per_iter = float(np.median(np.diff(res.history["time"])[2:]))
     # Kernel throughput: one sparse product with k = rank columns.
@@ -97,70 +98,68 @@ def bandwidth_gbps() -> float:
     return 2 * a.nbytes / min(ts) / 1e9  # read + write
 
 
-def main():
+def configure():
+    """The command line (``--worker FILE``: the child process's run)."""
     p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--worker", default=None, help=argparse_hidden())
     p.add_argument("--m", type=int, default=100_000)
     p.add_argument("--rank", type=int, default=10)
     p.add_argument("--sizes", type=float, nargs="*", default=None)
     args = p.parse_args()
-    if args.worker:
-        worker(args.worker, args.rank, args.threads, args.device)
-        return
+    quick = [1e5, 3e5, 1e6] if args.quick else [1e5, 3e5, 1e6, 3e6, 1e7]
+    args.sizes = [int(x) for x in (args.sizes or quick)]
+    return args
+
+
+def run_size(nnz, args) -> dict:
+    """One |Omega|: the entries written to a file, solved in a fresh process."""
     from embedopt.data import make_low_rank_matrix
 
-    sizes = [
-        int(x)
-        for x in (
-            args.sizes or ([1e5, 3e5, 1e6] if args.quick else [1e5, 3e5, 1e6, 3e6, 1e7])
+    prob = make_low_rank_matrix(args.m, rank=5, n_observed=nnz, random_state=args.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "entries.npz"
+        obs = prob.observed
+        np.savez(
+            path,
+            rows=obs.rows.astype(np.int32),
+            cols=obs.cols.astype(np.int32),
+            vals=obs.values.astype(np.float32),
+            shape=np.array(obs.shape),
         )
+        del prob, obs
+        cmd = [
+            sys.executable,
+            __file__,
+            "--worker",
+            str(path),
+            "--rank",
+            str(args.rank),
+        ] + (["--threads", str(args.threads)] if args.threads else [])
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    r["solver_gb"] = r["peak_rss_gb"] - r["base_rss_gb"]
+    r["bytes_per_entry"] = r["solver_gb"] * 2**30 / r["nnz"]
+    return r
+
+
+def table_row(r, bw) -> list:
+    """The table's row of one size."""
+    return [
+        f"{r['nnz']:.0e}",
+        r["per_iter"],
+        r["per_iter"] / r["nnz"] * 1e6,
+        r["peak_rss_gb"],
+        r["solver_gb"],
+        r["bytes_per_entry"],
+        r["spmm_seconds"] * 1e3,
+        r["spmm_gbps"],
+        r["spmm_gbps"] / bw,
+        r["final_rank"],
     ]
-    bw = bandwidth_gbps()
-    print(f"memory bandwidth (numpy copy): {bw:.1f} GB/s", flush=True)
-    rows, results = [], []
-    for nnz in sizes:
-        prob = make_low_rank_matrix(
-            args.m, rank=5, n_observed=nnz, random_state=args.seed
-        )
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "entries.npz"
-            obs = prob.observed
-            np.savez(
-                path,
-                rows=obs.rows.astype(np.int32),
-                cols=obs.cols.astype(np.int32),
-                vals=obs.values.astype(np.float32),
-                shape=np.array(obs.shape),
-            )
-            del prob, obs
-            cmd = [
-                sys.executable,
-                __file__,
-                "--worker",
-                str(path),
-                "--rank",
-                str(args.rank),
-            ] + (["--threads", str(args.threads)] if args.threads else [])
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
-        r = json.loads(proc.stdout.strip().splitlines()[-1])
-        r["solver_gb"] = r["peak_rss_gb"] - r["base_rss_gb"]
-        r["bytes_per_entry"] = r["solver_gb"] * 2**30 / r["nnz"]
-        results.append(r)
-        rows.append(
-            [
-                f"{r['nnz']:.0e}",
-                r["per_iter"],
-                r["per_iter"] / r["nnz"] * 1e6,
-                r["peak_rss_gb"],
-                r["solver_gb"],
-                r["bytes_per_entry"],
-                r["spmm_seconds"] * 1e3,
-                r["spmm_gbps"],
-                r["spmm_gbps"] / bw,
-                r["final_rank"],
-            ]
-        )
-        print(rows[-1], flush=True)
+
+
+def report(args, bw, rows, results) -> None:
+    """Print the table and write the JSON and Markdown results."""
     table = _shared.markdown_table(
         [
             "|Omega|",
@@ -181,10 +180,25 @@ def main():
     _shared.write(
         "completion_scale",
         args.out,
-        dict(m=args.m, rank=args.rank, sizes=sizes, threads=args.threads),
+        dict(m=args.m, rank=args.rank, sizes=args.sizes, threads=args.threads),
         dict(bandwidth_gbps=bw, runs=results),
         table,
     )
+
+
+def main():
+    args = configure()
+    if args.worker:
+        worker(args.worker, args.rank, args.threads, args.device)
+        return
+    bw = bandwidth_gbps()
+    print(f"memory bandwidth (numpy copy): {bw:.1f} GB/s", flush=True)
+    rows, results = [], []
+    for nnz in args.sizes:
+        results.append(run_size(nnz, args))
+        rows.append(table_row(results[-1], bw))
+        print(rows[-1], flush=True)
+    report(args, bw, rows, results)
 
 
 def argparse_hidden():

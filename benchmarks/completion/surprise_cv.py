@@ -42,7 +42,8 @@ def surprise_svd(args, train, test, seed):
     return None if out is None else (out["rmse"], out["seconds"])
 
 
-def main():
+def configure():
+    """The command line: datasets, folds, the peers' interpreter."""
     p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--datasets", nargs="*", default=None)
     p.add_argument("--folds", type=int, default=5)
@@ -54,56 +55,54 @@ def main():
     )
     args = p.parse_args()
     _shared.setup(args)
-    datasets = args.datasets or (["100k"] if args.quick else ["100k", "1m"])
-    n_eval = 2 if args.quick else args.folds
+    args.datasets = args.datasets or (["100k"] if args.quick else ["100k", "1m"])
+    args.n_eval = 2 if args.quick else args.folds
+    return args
+
+
+def run_dataset(variant, args) -> tuple[list, list]:
+    """Ours and Surprise's SVD on the first ``n_eval`` folds of one dataset."""
+    entries = load_movielens(variant, args.data_dir).entries
+    ours, peer = [], []
+    folds = kfold_entries(entries, args.folds, random_state=args.seed)
+    for k, (train, test) in enumerate(folds):
+        if k >= args.n_eval:
+            break
+        t0 = time.perf_counter()
+        model = MatrixCompletion(random_state=k, device=args.device).fit(train)
+        secs = time.perf_counter() - t0
+        ours.append((-model.score(test), secs, model.rank_))
+        sp = surprise_svd(args, train, test, k)
+        if sp is not None:
+            peer.append(sp)
+        print(variant, k, ours[-1], sp, flush=True)
+    return ours, peer
+
+
+def dataset_rows(variant, ours, peer) -> tuple[list, dict]:
+    """The table rows (ours, Surprise's, the published one) and the JSON entry."""
+    m, s = _shared.mean_std([o[0] for o in ours])
+    ours_time = _shared.median([o[1] for o in ours])
+    rank = int(np.median([o[2] for o in ours]))
+    rows = [[variant, "embedopt MatrixCompletion()", f"{m:.4f} ± {s:.4f}"]]
+    rows[0] += [ours_time, rank]
+    if peer:
+        pm, ps = _shared.mean_std([x[0] for x in peer])
+        peer_time = _shared.median([x[1] for x in peer])
+        rows.append([variant, "Surprise SVD (same folds)", f"{pm:.4f} ± {ps:.4f}"])
+        rows[-1] += [peer_time, 100]
+    published = f"{SURPRISE_SVD[variant]:.3f}"
+    rows.append([variant, "Surprise SVD (published table)", published, "", ""])
+    return rows, dict(rmse=m, rmse_sd=s, folds=ours, surprise=peer)
+
+
+def main():
+    args = configure()
     rows, results = [], {}
-    for variant in datasets:
-        entries = load_movielens(variant, args.data_dir).entries
-        ours, peer = [], []
-        for k, (train, test) in enumerate(
-            kfold_entries(entries, args.folds, random_state=args.seed)
-        ):
-            if k >= n_eval:
-                break
-            t0 = time.perf_counter()
-            model = MatrixCompletion(random_state=k, device=args.device).fit(train)
-            secs = time.perf_counter() - t0
-            ours.append((-model.score(test), secs, model.rank_))
-            sp = surprise_svd(args, train, test, k)
-            if sp is not None:
-                peer.append(sp)
-            print(variant, k, ours[-1], sp, flush=True)
-        m, s = _shared.mean_std([o[0] for o in ours])
-        rows.append(
-            [
-                variant,
-                "embedopt MatrixCompletion()",
-                f"{m:.4f} ± {s:.4f}",
-                _shared.median([o[1] for o in ours]),
-                int(np.median([o[2] for o in ours])),
-            ]
-        )
-        results[variant] = dict(rmse=m, rmse_sd=s, folds=ours, surprise=peer)
-        if peer:
-            pm, ps = _shared.mean_std([x[0] for x in peer])
-            rows.append(
-                [
-                    variant,
-                    "Surprise SVD (same folds)",
-                    f"{pm:.4f} ± {ps:.4f}",
-                    _shared.median([x[1] for x in peer]),
-                    100,
-                ]
-            )
-        rows.append(
-            [
-                variant,
-                "Surprise SVD (published table)",
-                f"{SURPRISE_SVD[variant]:.3f}",
-                "",
-                "",
-            ]
-        )
+    for variant in args.datasets:
+        ours, peer = run_dataset(variant, args)
+        more, results[variant] = dataset_rows(variant, ours, peer)
+        rows += more
     table = _shared.markdown_table(
         ["data", "method", "RMSE (stars)", "seconds/fold", "rank"], rows
     )
@@ -111,7 +110,7 @@ def main():
     _shared.write(
         "completion_surprise",
         args.out,
-        dict(datasets=datasets, folds=args.folds, evaluated=n_eval),
+        dict(datasets=args.datasets, folds=args.folds, evaluated=args.n_eval),
         results,
         table,
     )

@@ -106,7 +106,8 @@ def run_one(m, rep, args):
     )
 
 
-def main():
+def configure():
+    """The command line: sizes, repetitions, the solvers' limits."""
     p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="*", default=None)
     p.add_argument("--reps", type=int, default=None)
@@ -130,57 +131,73 @@ def main():
         help="the text's protocol: 15 m log m observed, half training",
     )
     args = p.parse_args()
-    sizes = args.sizes or ([250, 1000] if args.quick else [250, 1000, 4000])
-    reps = args.reps or (1 if args.quick else 5)
+    args.sizes = args.sizes or ([250, 1000] if args.quick else [250, 1000, 4000])
+    args.reps = args.reps or (1 if args.quick else 5)
     _shared.setup(args)
+    return args
+
+
+def run_all(args) -> list[dict]:
+    """Every size and repetition."""
     out = []
-    for m in sizes:
-        for rep in range(reps):
+    for m in args.sizes:
+        for rep in range(args.reps):
             r = run_one(m, rep, args)
             out.append(r)
             brief = ", ".join(
                 f"{k}: {v['time_to_final']:.2f}s" for k, v in r["runs"].items()
             )
             print(f"m={m} rep={rep} lambda={r['lam']:.4g} {brief}", flush=True)
-    rows = []
-    summary = {}
-    for m in sizes:
+    return out
+
+
+def summarize(m, rs, name) -> tuple[list, dict] | None:
+    """Table III's row and the summary of one method at size m (None: not run)."""
+    rr = [r["runs"][name] for r in rs if name in r["runs"]]
+    if not rr:
+        return None
+    nm, ns = _shared.mean_std([x["nmse"] for x in rr])
+    pm, ps = _shared.mean_std([x["nmse_pp"] for x in rr])
+    t_final = _shared.median([x["time_to_final"] for x in rr])
+    ratio = _shared.median(
+        [
+            x["time_to_final"] / r["runs"]["ais_impute"]["time_to_final"]
+            for x, r in zip(rr, rs, strict=True)
+        ]
+    )
+    row = [
+        m,
+        f"{100 * rs[0]['sparsity']:.1f}%",
+        rr[0]["label"],
+        f"{nm:.4f} ± {ns:.4f}",
+        f"{pm:.4f} ± {ps:.4f}",
+        int(np.median([x["rank"] for x in rr])),
+        _shared.median([x["pp_time"] for x in rr]),
+        _shared.median([x["iters_to_final"] for x in rr]),
+        t_final,
+        ratio,
+    ]
+    summary = dict(
+        nmse=nm,
+        nmse_std=ns,
+        nmse_pp=pm,
+        nmse_pp_std=ps,
+        time_to_final=t_final,
+        time_ratio_vs_ais=ratio,
+    )
+    return row, summary
+
+
+def report(args, out) -> None:
+    """Table III, JSON and Markdown."""
+    rows, summary = [], {}
+    for m in args.sizes:
         rs = [r for r in out if r["m"] == m]
         for name in METHODS:
-            rr = [r["runs"][name] for r in rs if name in r["runs"]]
-            if not rr:
-                continue
-            nm, ns = _shared.mean_std([x["nmse"] for x in rr])
-            pm, ps = _shared.mean_std([x["nmse_pp"] for x in rr])
-            t_final = _shared.median([x["time_to_final"] for x in rr])
-            ratio = _shared.median(
-                [
-                    x["time_to_final"] / r["runs"]["ais_impute"]["time_to_final"]
-                    for x, r in zip(rr, rs, strict=True)
-                ]
-            )
-            rows.append(
-                [
-                    m,
-                    f"{100 * rs[0]['sparsity']:.1f}%",
-                    rr[0]["label"],
-                    f"{nm:.4f} ± {ns:.4f}",
-                    f"{pm:.4f} ± {ps:.4f}",
-                    int(np.median([x["rank"] for x in rr])),
-                    _shared.median([x["pp_time"] for x in rr]),
-                    _shared.median([x["iters_to_final"] for x in rr]),
-                    t_final,
-                    ratio,
-                ]
-            )
-            summary[f"{m}/{name}"] = dict(
-                nmse=nm,
-                nmse_std=ns,
-                nmse_pp=pm,
-                nmse_pp_std=ps,
-                time_to_final=t_final,
-                time_ratio_vs_ais=ratio,
-            )
+            got = summarize(m, rs, name)
+            if got is not None:
+                rows.append(got[0])
+                summary[f"{m}/{name}"] = got[1]
     headers = [
         "m",
         "sparsity",
@@ -196,8 +213,8 @@ def main():
     table = _shared.markdown_table(headers, rows)
     print(table)
     cfg = dict(
-        sizes=sizes,
-        reps=reps,
+        sizes=args.sizes,
+        reps=args.reps,
         tol=args.tol,
         max_iter=args.max_iter,
         half=args.half,
@@ -207,8 +224,14 @@ def main():
     _shared.write(
         "completion_synthetic", args.out, cfg, dict(summary=summary, runs=out), table
     )
+
+
+def main():
+    args = configure()
+    out = run_all(args)
+    report(args, out)
     if not args.no_plots:
-        C.plot_gaps(out, sizes, f"{args.out}/completion_synthetic.png")
+        C.plot_gaps(out, args.sizes, f"{args.out}/completion_synthetic.png")
 
 
 if __name__ == "__main__":

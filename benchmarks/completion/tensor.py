@@ -94,7 +94,8 @@ def run_one(m, rep, args):
     )
 
 
-def main():
+def configure():
+    """The command line: sizes, repetitions, the solvers' limits."""
     p = _shared.parser(__doc__.split("\n\n")[0])
     p.add_argument("--sizes", type=int, nargs="*", default=None)
     p.add_argument("--reps", type=int, default=None)
@@ -108,11 +109,16 @@ def main():
     )
     args = p.parse_args()
     _shared.setup(args)
-    sizes = args.sizes or ([125, 500] if args.quick else [125, 500, 2000])
-    reps = args.reps or (1 if args.quick else 5)
+    args.sizes = args.sizes or ([125, 500] if args.quick else [125, 500, 2000])
+    args.reps = args.reps or (1 if args.quick else 5)
+    return args
+
+
+def run_all(args) -> list[dict]:
+    """Every size and repetition."""
     out = []
-    for m in sizes:
-        for rep in range(reps):
+    for m in args.sizes:
+        for rep in range(args.reps):
             r = run_one(m, rep, args)
             out.append(r)
             print(
@@ -124,34 +130,43 @@ def main():
                 },
                 flush=True,
             )
+    return out
+
+
+def summarize(m, rs, name) -> tuple[list, dict]:
+    """The table row and the summary of one method at size m."""
+    rr = [r["runs"][name] for r in rs]
+    nm, ns = _shared.mean_std([x["nmse"] for x in rr])
+    pm, ps = _shared.mean_std([x["nmse_pp"] for x in rr])
+    ratio = _shared.median(
+        [
+            x["time_to_final"] / r["runs"]["ais_impute"]["time_to_final"]
+            for x, r in zip(rr, rs, strict=True)
+        ]
+    )
+    row = [
+        m,
+        f"{100 * rs[0]['sparsity']:.1f}%",
+        rr[0]["label"],
+        f"{nm:.4f} ± {ns:.4f}",
+        f"{pm:.4f} ± {ps:.4f}",
+        ",".join(str(x) for x in rr[0]["ranks"]),
+        _shared.median([x["pp_time"] for x in rr]),
+        _shared.median([x["iters_to_final"] for x in rr]),
+        _shared.median([x["time_to_final"] for x in rr]),
+        ratio,
+    ]
+    return row, dict(nmse=nm, nmse_pp=pm, time_ratio_vs_ais=ratio)
+
+
+def report(args, out) -> None:
+    """The tensor table, JSON and Markdown."""
     rows, summary = [], {}
-    for m in sizes:
+    for m in args.sizes:
         rs = [r for r in out if r["m"] == m]
         for name in METHODS:
-            rr = [r["runs"][name] for r in rs]
-            nm, ns = _shared.mean_std([x["nmse"] for x in rr])
-            pm, ps = _shared.mean_std([x["nmse_pp"] for x in rr])
-            ratio = _shared.median(
-                [
-                    x["time_to_final"] / r["runs"]["ais_impute"]["time_to_final"]
-                    for x, r in zip(rr, rs, strict=True)
-                ]
-            )
-            rows.append(
-                [
-                    m,
-                    f"{100 * rs[0]['sparsity']:.1f}%",
-                    rr[0]["label"],
-                    f"{nm:.4f} ± {ns:.4f}",
-                    f"{pm:.4f} ± {ps:.4f}",
-                    ",".join(str(x) for x in rr[0]["ranks"]),
-                    _shared.median([x["pp_time"] for x in rr]),
-                    _shared.median([x["iters_to_final"] for x in rr]),
-                    _shared.median([x["time_to_final"] for x in rr]),
-                    ratio,
-                ]
-            )
-            summary[f"{m}/{name}"] = dict(nmse=nm, nmse_pp=pm, time_ratio_vs_ais=ratio)
+            row, summary[f"{m}/{name}"] = summarize(m, rs, name)
+            rows.append(row)
     table = _shared.markdown_table(
         [
             "m",
@@ -171,12 +186,18 @@ def main():
     _shared.write(
         "completion_tensor",
         args.out,
-        dict(sizes=sizes, reps=reps, tol=args.tol, max_iter=args.max_iter),
+        dict(sizes=args.sizes, reps=args.reps, tol=args.tol, max_iter=args.max_iter),
         dict(summary=summary, runs=out),
         table,
     )
+
+
+def main():
+    args = configure()
+    out = run_all(args)
+    report(args, out)
     if not args.no_plots:
-        C.plot_gaps(out, sizes, f"{args.out}/completion_tensor.png")
+        C.plot_gaps(out, args.sizes, f"{args.out}/completion_tensor.png")
 
 
 if __name__ == "__main__":

@@ -230,3 +230,45 @@ def test_a_lambda_beyond_float32_shrinks_everything_to_zero():
     model = MatrixCompletion(1e300, max_iter=3, random_state=0, device="cpu")
     model.fit(_entries_with_row(3))
     assert model.rank_ == 0
+
+
+def test_fitted_attributes_name_the_solver_and_its_objective(fitted):
+    model, entries, _, _ = fitted
+    assert model.solver_ == "ais_impute"
+    assert model.objective_ == pytest.approx(model.history_["objective"][-1])
+    assert model.n_iter_ == len(model.history_["objective"])
+    auto = MatrixCompletion(lam=1.0, solver="auto", random_state=0).fit(entries)
+    same = MatrixCompletion(lam=1.0, random_state=0).fit(entries)
+    assert auto.solver_ == "ais_impute"
+    np.testing.assert_array_equal(auto.s_, same.s_)
+    spelled = MatrixCompletion(lam=1.0, solver="Soft-Impute", random_state=0)
+    assert spelled.fit(entries).solver_ == "soft_impute"
+
+
+@pytest.mark.xfail(
+    raises=AttributeError,
+    reason="_core.BaseEstimator has no __sklearn_tags__ yet (scikit-learn >= 1.6)",
+)
+def test_sklearn_model_selection_on_positions_and_values():
+    from sklearn.base import clone
+    from sklearn.model_selection import KFold, cross_val_score
+    from sklearn.pipeline import Pipeline
+
+    entries, _, _ = random_entries(m=24, n=18, rank=2, frac=0.6)
+    X, y = entries.indices, entries.values
+    model = MatrixCompletion(lam=0.5, random_state=0, max_iter=50)
+    # shape= reaches fit through params, so every fold predicts inside it.
+    scores = cross_val_score(
+        clone(model),
+        X,
+        y,
+        cv=KFold(3, shuffle=True, random_state=0),
+        params={"shape": entries.shape},
+    )
+    assert scores.shape == (3,) and np.all(scores < 0)
+    pipe = Pipeline([("complete", clone(model))]).fit(
+        X, y, complete__shape=entries.shape
+    )
+    assert pipe.score(X, y) == pytest.approx(
+        model.fit(X, y, shape=entries.shape).score(X, y)
+    )

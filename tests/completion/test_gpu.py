@@ -48,7 +48,7 @@ def test_solvers_agree_across_devices(solver):
     entries, _, _ = random_entries(m=60, n=45, rank=3, frac=0.5)
     a = solver(
         entries,
-        1.0,
+        lam=1.0,
         device="cpu",
         dtype="float64",
         tol=1e-10,
@@ -57,7 +57,7 @@ def test_solvers_agree_across_devices(solver):
     )
     b = solver(
         entries,
-        1.0,
+        lam=1.0,
         device="cuda",
         dtype="float64",
         tol=1e-10,

@@ -61,11 +61,18 @@ def test_dc_decreases_the_nonconvex_objective_and_beats_nuclear(problem, reg, kw
     P, U, V = problem
     lam = 2.0
     res = dc_completion(
-        P, lam, reg, tol=1e-9, max_iter=2000, outer_tol=1e-8, random_state=0, **kw
+        P,
+        lam=lam,
+        regularizer=reg,
+        tol=1e-9,
+        max_iter=2000,
+        outer_tol=1e-8,
+        random_state=0,
+        **kw,
     )
     obj = res.history["objective"]
     assert np.all(np.diff(obj) <= 1e-6 * np.abs(obj[:-1]))
-    nuclear = ais_impute(P, lam, tol=1e-9, max_iter=2000, random_state=0)
+    nuclear = ais_impute(P, lam=lam, tol=1e-9, max_iter=2000, random_state=0)
     # Less shrinkage of the leading singular values: closer to the truth.
     assert _err(res, U, V) < _err(nuclear, U, V)
 
@@ -75,15 +82,23 @@ def test_irnn_reaches_the_dc_objective(problem):
     P, _, _ = problem
     dc = dc_completion(
         P,
-        2.0,
-        "lsp",
+        lam=2.0,
+        regularizer="lsp",
         theta=5.0,
         tol=1e-10,
         max_iter=3000,
         outer_tol=1e-10,
         random_state=0,
     )
-    ir = irnn(P, 2.0, "lsp", theta=5.0, tol=1e-10, max_iter=3000, random_state=0)
+    ir = irnn(
+        P,
+        lam=2.0,
+        regularizer="lsp",
+        theta=5.0,
+        tol=1e-10,
+        max_iter=3000,
+        random_state=0,
+    )
     assert ir.history["objective"][-1] == pytest.approx(
         dc.history["objective"][-1], rel=1e-4
     )

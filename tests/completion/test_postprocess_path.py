@@ -24,7 +24,7 @@ def _train_loss(problem, U, s, V):
 def test_square_postprocess_is_the_least_squares_refit():
     entries, _, _ = random_entries(m=30, n=20, rank=3, frac=0.6, noise=0.1)
     problem = CompletionProblem(entries, dtype="float64")
-    U, s, V = ais_impute(problem, 3.0, random_state=0).x
+    U, s, V = ais_impute(problem, lam=3.0, random_state=0).x
     U2, s2, V2 = postprocess(problem, U, s, V)
     # dense least squares over theta: D theta ~ y, D_e = U[i_e] * V[j_e]
     Dm = (U[entries.rows] * V[entries.cols]).numpy()
@@ -44,7 +44,7 @@ def test_logistic_postprocess_matches_scipy_and_never_increases_loss():
     problem = CompletionProblem(
         ObservedEntries((r, c), S[r, c], (m, n)), loss="logistic", dtype="float64"
     )
-    U, s, V = ais_impute(problem, 3.0, random_state=0).x
+    U, s, V = ais_impute(problem, lam=3.0, random_state=0).x
     U2, s2, V2 = postprocess(problem, U, s, V)
     Dm = (U[problem.pattern.row_indices()] * V[problem.pattern.col_indices()]).numpy()
     yv = problem.y.numpy()

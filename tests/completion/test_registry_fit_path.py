@@ -41,17 +41,17 @@ def test_method_options_are_the_solver_configurations(data):
         "name": "APG",
     }
     tr, _ = data
-    a = soft_impute(tr, 2.0, random_state=0)
+    a = soft_impute(tr, lam=2.0, random_state=0)
     b = proximal_completion(
-        CompletionProblem(tr), 2.0, **method_options("soft_impute"), random_state=0
+        CompletionProblem(tr), lam=2.0, **method_options("soft_impute"), random_state=0
     )
     np.testing.assert_array_equal(a.history["objective"], b.history["objective"])
 
 
 def test_ais_impute_exact_is_the_exact_svt_variant(data):
     tr, _ = data
-    a = ais_impute_exact(tr, 2.0, random_state=0)
-    b = ais_impute(tr, 2.0, exact_svt=True, random_state=0)
+    a = ais_impute_exact(tr, lam=2.0, random_state=0)
+    b = ais_impute(tr, lam=2.0, exact_svt=True, random_state=0)
     np.testing.assert_array_equal(a.history["objective"], b.history["objective"])
 
 
@@ -106,7 +106,7 @@ def test_exact_svd_baselines_refuse_power_method_options(data):
     tr, _ = data
     for solver in (soft_impute, apg):
         with pytest.raises(InvalidParameterError, match="no 'power_iters' parameter"):
-            solver(tr, 2.0, power_iters=2)
+            solver(tr, lam=2.0, power_iters=2)
 
 
 def test_path_functions_check_the_options_they_pass_on(data):
@@ -125,6 +125,6 @@ def test_nonconvex_solvers_check_their_inner_options(data):
 
     tr, _ = data
     with pytest.raises(InvalidParameterError, match="unexpected option 'max_iters'"):
-        dc_completion(tr, 1.0, max_iters=3)
+        dc_completion(tr, lam=1.0, max_iters=3)
     with pytest.raises(InvalidParameterError, match="'tol' parameter of irnn"):
-        irnn(tr, 1.0, tol=-1.0)
+        irnn(tr, lam=1.0, tol=-1.0)

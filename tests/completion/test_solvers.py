@@ -71,7 +71,13 @@ def reference():
 def test_solvers_reach_the_reference_optimum(reference, solver, kw):
     entries, lam, Xref, Fref = reference
     res = solver(
-        entries, lam, tol=1e-12, max_iter=3000, dtype="float64", random_state=0, **kw
+        entries,
+        lam=lam,
+        tol=1e-12,
+        max_iter=3000,
+        dtype="float64",
+        random_state=0,
+        **kw,
     )
     F = _objective(entries, _X(res), lam)
     assert F == pytest.approx(Fref, rel=1e-6)
@@ -84,7 +90,7 @@ def test_history_columns_and_continuation(reference):
     entries, lam, _, _ = reference
     res = ais_impute(
         entries,
-        lam,
+        lam=lam,
         tol=1e-10,
         max_iter=300,
         dtype="float64",
@@ -116,7 +122,7 @@ def test_restart_resets_momentum(reference):
     entries, lam, _, _ = reference
     res = ais_impute(
         entries,
-        lam,
+        lam=lam,
         tol=0.0,
         max_iter=150,
         dtype="float64",
@@ -137,7 +143,7 @@ def test_soft_impute_is_monotone_without_continuation(reference):
     entries, lam, _, _ = reference
     res = soft_impute(
         entries,
-        lam,
+        lam=lam,
         lam_start=lam,
         tol=1e-12,
         max_iter=200,
@@ -154,7 +160,7 @@ def test_acceleration_needs_fewer_iterations(reference):
     def iters_to(solver):
         res = solver(
             entries,
-            lam,
+            lam=lam,
             tol=0.0,
             max_iter=400,
             dtype="float64",
@@ -176,10 +182,10 @@ def test_ais_impute_never_densifies(monkeypatch):
 
     monkeypatch.setattr(SparsePlusLowRank, "to_dense", boom)
     for exact in (False, True):
-        res = ais_impute(entries, 2.0, exact_svt=exact, random_state=0)
+        res = ais_impute(entries, lam=2.0, exact_svt=exact, random_state=0)
         assert res.x[1].numel() >= 1
     with pytest.raises(AssertionError, match="densified"):
-        apg(entries, 2.0, random_state=0)
+        apg(entries, lam=2.0, random_state=0)
 
 
 @pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
@@ -187,7 +193,7 @@ def test_max_rank_and_warm_start(reference):
     entries, lam, _, _ = reference
     capped = ais_impute(
         entries,
-        0.05,
+        lam=0.05,
         max_rank=2,
         random_state=0,
         dtype="float64",
@@ -195,24 +201,24 @@ def test_max_rank_and_warm_start(reference):
         tol=1e-6,
     )
     assert capped.history["rank"].max() <= 2
-    cold = ais_impute(entries, lam, tol=1e-8, random_state=0, dtype="float64")
+    cold = ais_impute(entries, lam=lam, tol=1e-8, random_state=0, dtype="float64")
     warm = ais_impute(
-        entries, lam, tol=1e-8, random_state=0, dtype="float64", init=cold.x
+        entries, lam=lam, tol=1e-8, random_state=0, dtype="float64", init=cold.x
     )
     assert warm.n_iter < cold.n_iter
 
 
 def test_same_seed_same_result(reference):
     entries, lam, _, _ = reference
-    a = ais_impute(entries, lam, random_state=3)
-    b = ais_impute(entries, lam, random_state=3)
+    a = ais_impute(entries, lam=lam, random_state=3)
+    b = ais_impute(entries, lam=lam, random_state=3)
     for x, y in zip(a.x, b.x, strict=True):
         torch.testing.assert_close(x, y, rtol=0, atol=0)
 
 
 def test_validation_metric_recorded(reference):
     entries, lam, _, _ = reference
-    res = ais_impute(entries, lam, validation=entries, random_state=0)
+    res = ais_impute(entries, lam=lam, validation=entries, random_state=0)
     assert np.isfinite(res.history["val_rmse"]).all()
 
 
@@ -226,7 +232,7 @@ def test_logistic_binary_completion():
     te_r, te_c = np.nonzero(~mask)
     te = ObservedEntries((te_r, te_c), S[te_r, te_c], (m, n))
     res = ais_impute(
-        tr, 2.0, loss="logistic", validation=te, random_state=0, dtype="float64"
+        tr, lam=2.0, loss="logistic", validation=te, random_state=0, dtype="float64"
     )
     assert res.history["val_accuracy"][-1] > 0.9
 
@@ -237,13 +243,13 @@ def test_bad_inputs():
         InvalidParameterError,
         match=r"'lam' parameter of ais_impute must be a float in \(0",
     ):
-        ais_impute(entries, 0.0)
+        ais_impute(entries, lam=0.0)
     with pytest.raises(InvalidParameterError, match="'lam_decay' parameter"):
-        ais_impute(entries, 1.0, lam_decay=1.5)
+        ais_impute(entries, lam=1.0, lam_decay=1.5)
     with pytest.raises(DataValidationError, match=r"\+/-1 labels"):
-        ais_impute(entries, 1.0, loss="logistic")
+        ais_impute(entries, lam=1.0, loss="logistic")
     with pytest.raises(DataValidationError, match="NaN"):
-        ais_impute(([0, 1], [0, 1], [1.0, np.nan]), 1.0)
+        ais_impute(([0, 1], [0, 1], [1.0, np.nan]), lam=1.0)
 
 
 def test_validation_shape_mismatch():
@@ -262,7 +268,7 @@ def test_divergence_is_reported():
     with pytest.raises(NumericalInstabilityError, match="step size"):
         ais_impute(
             entries,
-            1e-3,
+            lam=1e-3,
             loss=TooSmooth(),
             max_iter=500,
             random_state=0,
@@ -283,7 +289,7 @@ def test_adaptive_rank_cap_grows_to_the_solution_rank():
     runs = {
         adaptive: ais_impute(
             entries,
-            lam,
+            lam=lam,
             tol=1e-12,
             max_iter=4000,
             dtype="float64",
@@ -310,7 +316,7 @@ def test_adaptive_rank_cap_leaves_a_user_max_rank_alone():
     a, b = (
         ais_impute(
             entries,
-            0.5,
+            lam=0.5,
             max_rank=8,
             tol=1e-6,
             max_iter=500,

@@ -104,7 +104,7 @@ def reference(tiny):
 @pytest.mark.parametrize("solver", [ais_impute, soft_impute, apg])
 def test_tensor_solvers_reach_the_reference_optimum(reference, solver):
     P, lam, F_ref = reference
-    res = solver(P, lam, tol=1e-11, max_iter=3000, random_state=0)
+    res = solver(P, lam=lam, tol=1e-11, max_iter=3000, random_state=0)
     assert isinstance(res.x, list) and len(res.x) == 3
     assert res.history["objective"][-1] == pytest.approx(F_ref, rel=1e-6)
     assert {"rank_0", "rank_1", "rank_2"} <= set(res.history)
@@ -112,7 +112,7 @@ def test_tensor_solvers_reach_the_reference_optimum(reference, solver):
 
 def test_tensor_postprocess_never_increases_loss(tiny):
     P = CompletionProblem(tiny.observed, dtype="float64")
-    res = ais_impute(P, 1.0, random_state=0)
+    res = ais_impute(P, lam=1.0, random_state=0)
     before = P.loss.total(P.predict(res.x), P.y)
     pp = postprocess(P, res.x)
     assert P.loss.total(P.predict(pp), P.y) <= before
@@ -177,4 +177,16 @@ def test_bad_mode_weights_are_refused_before_any_work(weights):
     ):
         TensorCompletion(mode_weights=weights, random_state=0).fit(t)
     with pytest.raises(InvalidParameterError, match="'mode_weights'"):
-        ais_impute(t, 1.0, mode_weights=weights)
+        ais_impute(t, lam=1.0, mode_weights=weights)
+
+
+def test_tensor_estimator_ends_with_the_common_fitted_attributes():
+    from embedopt.completion import TensorCompletion
+
+    obs = make_low_rank_tensor(10, n_observed=200, random_state=0).observed
+    model = TensorCompletion(lam=0.5, solver="auto", max_iter=40, random_state=0)
+    model.fit(obs)
+    assert model.solver_ == "ais_impute"
+    assert model.objective_ == pytest.approx(model.history_["objective"][-1])
+    assert model.n_iter_ == len(model.history_["objective"])
+    assert model.stop_reason_

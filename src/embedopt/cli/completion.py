@@ -287,7 +287,7 @@ def _solve_from_scratch(args, model, train, val, out, caught):
     with recording_warnings() as more:
         res = proximal_completion(
             prob,
-            model.lam_,
+            lam=model.lam_,
             **method,
             max_iter=args.max_iter,
             tol=args.tol,

@@ -1,5 +1,6 @@
 """Matrix completion: AIS-Impute, Soft-Impute, APG, post-processing, lambda paths."""
 
+from .baselines import ais_impute_exact, apg, soft_impute
 from .centering import (
     CENTERINGS,
     Centering,
@@ -12,6 +13,11 @@ from .nonconvex import dc_completion, irnn
 from .path import CompletionFit, PathResult, fit_path, lambda_path
 from .postprocess import postprocess
 from .problem import CompletionProblem
+from .proximal import (
+    check_solver_options,
+    default_mode_weights,
+    proximal_completion,
+)
 from .regularizers import (
     REGULARIZERS,
     CappedL1,
@@ -21,19 +27,8 @@ from .regularizers import (
     TruncatedNuclearNorm,
     get_regularizer,
 )
-from .solvers import (
-    SOLVERS,
-    SVT_METHODS,
-    ais_impute,
-    ais_impute_exact,
-    apg,
-    check_solver_options,
-    default_mode_weights,
-    get_solver,
-    method_options,
-    proximal_completion,
-    soft_impute,
-)
+from .solvers import SOLVERS, ais_impute, get_solver, method_options, resolve_solver
+from .svt import SVT_METHODS
 
 __all__ = [
     "CENTERINGS",
@@ -72,6 +67,7 @@ __all__ = [
     "method_options",
     "postprocess",
     "proximal_completion",
+    "resolve_solver",
     "select_centering",
     "soft_impute",
 ]

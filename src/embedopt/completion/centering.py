@@ -13,9 +13,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core import InvalidParameterError
-from ..data import ObservedEntries
+from ..data import ObservedEntries, split_entries
 
-__all__ = ["CENTERINGS", "Centering", "CenteringSelection", "select_centering"]
+__all__ = [
+    "CENTERINGS",
+    "MIN_CENTERING_SPLIT",
+    "Centering",
+    "CenteringSelection",
+    "check_center",
+    "choose_centering",
+    "select_centering",
+]
 
 #: Centering modes.
 CENTERINGS = ("none", "global", "row", "column", "both")
@@ -186,16 +194,14 @@ def select_centering(
     error above ``z_min``). A tie keeps "none".
 
     Why: offsets help nuclear-norm completion only when they are real. On
-    ratings they are (MovieLens-100K / 1M: the offsets lower the validation
-    MSE of the mean alone by 31 % / 34 %); on a zero-mean low-rank matrix they
-    are noise fitted from a few dozen entries per row, which the low-rank fit
-    must then undo (Yao & Kwok's Table III problem, m = 1000: the offsets
-    raise the validation MSE by 2 %, and the test NMSE of the default fit is
-    0.12 with "both", 0.037 with "none"). "global" is not a candidate: the
-    mean of an exactly low-rank matrix can be significant, yet subtracting it
-    adds a rank-one term (rank-2 60 x 50 matrix: test RMSE 0.060 with
-    "global", 0.053 with "none"); where a large mean matters, "both" removes
-    it too.
+    ratings they are; on a zero-mean low-rank matrix they are noise fitted
+    from a few dozen entries per row, which the low-rank fit must then undo
+    (Yao & Kwok's Table III problem, m = 1000: test NMSE of the default fit
+    0.12 with "both", 0.037 with "none"; ``benchmarks/completion/
+    defaults.py``, more figures in its README). "global" is not a candidate:
+    the mean of an exactly low-rank matrix can be significant, yet
+    subtracting it adds a rank-one term; where a large mean matters, "both"
+    removes it too.
 
     Parameters
     ----------
@@ -223,3 +229,87 @@ def select_centering(
     best = "both" if z["both"] > z_min else "none"
     mse = {k: float(e.mean()) if e.size else float("nan") for k, e in errors.items()}
     return CenteringSelection(best, mse, z)
+
+
+#: Fewest training entries that ``center="auto"`` splits to choose the
+#: centering when no validation entries are at hand (the held-out tenth must
+#: hold at least 2).
+MIN_CENTERING_SPLIT = 20
+
+
+def check_center(center: str, loss, owner: str) -> str:
+    """The centering mode a loss allows: ``"auto"`` is ``"none"`` for +/-1 losses.
+
+    Parameters
+    ----------
+    center : {"auto", "none", "global", "row", "column", "both"}
+    loss : Loss
+        Its ``binary`` says whether it takes +/-1 labels (which cannot be
+        centered).
+    owner : str
+        Named in the error message.
+
+    Returns
+    -------
+    str
+        ``center``, or ``"none"`` for ``"auto"`` with a +/-1 loss (``"auto"``
+        with any other loss is left for :func:`choose_centering`).
+
+    Raises
+    ------
+    InvalidParameterError
+        For a centering other than ``"none"`` with a +/-1 loss.
+    """
+    if center == "auto":
+        return "none" if loss.binary else "auto"
+    if loss.binary and center != "none":
+        raise InvalidParameterError(
+            f"The 'center' parameter of {owner} must be 'none' with the "
+            f"{loss.name} loss (its +/-1 labels cannot be centered). "
+            f"Got {center!r}."
+        )
+    return center
+
+
+def choose_centering(
+    center: str,
+    train: ObservedEntries,
+    validation: ObservedEntries | None,
+    *,
+    reg: float,
+    random_state: np.random.Generator,
+) -> tuple[str, CenteringSelection | None]:
+    """The centering mode of a fit: ``center``, or the one ``"auto"`` selects.
+
+    ``"auto"`` runs :func:`select_centering` on the validation entries or,
+    when there are fewer than 2, on a held-out tenth of ``train`` (at least
+    :data:`MIN_CENTERING_SPLIT` entries); with too few entries to test the
+    offsets it is ``"both"`` (offsets shrunk by ``reg`` pseudo-counts are the
+    safer guess for ratings).
+
+    Parameters
+    ----------
+    center : {"auto", "none", "global", "row", "column", "both"}
+    train : ObservedEntries
+    validation : ObservedEntries or None
+    reg : float
+        Ridge pseudo-count of the offsets.
+    random_state : numpy.random.Generator
+        Draws the held-out tenth.
+
+    Returns
+    -------
+    center : str
+    selection : CenteringSelection or None
+        The numbers behind an ``"auto"`` choice made by :func:`select_centering`.
+    """
+    if center != "auto":
+        return center, None
+    fit_on, held = train, validation
+    if (held is None or held.nnz < 2) and train.nnz >= MIN_CENTERING_SPLIT:
+        # A fixed lam needs no validation set: hold one out for this decision.
+        fit_on, held = split_entries(train, (0.9, 0.1), random_state=random_state)
+    if held is None or held.nnz < 2:
+        return "both", None
+    selection = select_centering(fit_on, held, reg=reg)
+    return selection.center, selection

@@ -14,23 +14,21 @@ from .._core import (
     DataValidationError,
     InstanceOf,
     Interval,
-    InvalidParameterError,
     Options,
     as_array,
     check_is_fitted,
     check_memory,
-    renamed_parameters,
     resolve_fit_context,
     to_numpy,
     validate_params,
 )
 from ..data import ObservedEntries, as_observed_entries, split_entries
 from ..metrics import rmse
-from .centering import CENTERINGS, Centering, select_centering
+from .centering import CENTERINGS, Centering, check_center, choose_centering
 from .losses import LOSSES, Loss, get_loss
-from .path import fit_path
-from .problem import CompletionProblem
-from .solvers import SOLVERS, check_mode_weights, default_mode_weights
+from .path import completion_problems, fit_path, refit_entries
+from .proximal import check_mode_weights, default_mode_weights
+from .solvers import SOLVERS, resolve_solver
 
 __all__ = ["MatrixCompletion", "TensorCompletion"]
 
@@ -119,37 +117,6 @@ def _unfolded_columns(idx: np.ndarray, shape, d: int) -> np.ndarray:
     return np.ravel_multi_index(tuple(idx[:, others].T), [shape[k] for k in others])
 
 
-#: Fewest training entries that ``center="auto"`` splits to choose the
-#: centering when no validation entries are at hand (the held-out tenth must
-#: hold at least 2).
-_MIN_CENTERING_SPLIT = 20
-
-
-def _union(entries: ObservedEntries, extra: ObservedEntries | None) -> ObservedEntries:
-    """``entries`` plus the positions of ``extra`` they do not hold.
-
-    The refit after the lambda path uses every entry ``fit`` was given: the
-    training entries and, when they came separately, the validation entries
-    (a held-out part of ``entries`` is in ``entries`` already).
-    """
-    if extra is None or extra is entries:
-        return entries
-    try:
-        have = np.ravel_multi_index(tuple(entries.indices.T), entries.shape)
-        new = np.ravel_multi_index(tuple(extra.indices.T), entries.shape)
-    except ValueError:  # more positions than int64 can number: keep entries
-        return entries
-    keep = ~np.isin(new, have)
-    if not keep.any():
-        return entries
-    return ObservedEntries(
-        np.concatenate([entries.indices, extra.indices[keep]]),
-        np.concatenate([entries.values, extra.values[keep]]),
-        entries.shape,
-        validate=False,
-    )
-
-
 class _CompletionEstimator(BaseEstimator):
     """Shared fit / predict machinery of the completion estimators."""
 
@@ -195,15 +162,7 @@ class _CompletionEstimator(BaseEstimator):
     def _check_loss(self) -> tuple[Loss, str]:
         """The loss, and the centering mode (``"auto"``: resolved in ``fit``)."""
         loss = get_loss(self.loss)
-        if self.center == "auto":
-            return loss, "none" if loss.binary else "auto"
-        if loss.binary and self.center != "none":
-            raise InvalidParameterError(
-                f"The 'center' parameter of {type(self).__name__} must be 'none' "
-                f"with the {loss.name} loss (its +/-1 labels cannot be centered). "
-                f"Got {self.center!r}."
-            )
-        return loss, self.center
+        return loss, check_center(self.center, loss, type(self).__name__)
 
     def _split(self, entries: ObservedEntries, validation, rs):
         """Training and validation entries (held out of ``entries`` if needed)."""
@@ -253,49 +212,31 @@ class _CompletionEstimator(BaseEstimator):
         _check_size(type(self).__name__, entries.shape, ctx.device)
         loss.check_labels(entries.values)
         train, val = self._split(entries, validation, ctx.random_state)
-        self.centering_selection_ = None
-        if center == "auto":
-            fit_on, held = train, val
-            if (held is None or held.nnz < 2) and train.nnz >= _MIN_CENTERING_SPLIT:
-                # A fixed lam needs no validation set: hold one out for this
-                # decision only.
-                fit_on, held = split_entries(
-                    train, (0.9, 0.1), random_state=ctx.random_state.numpy
-                )
-            if held is None or held.nnz < 2:
-                # Too few entries to test the offsets: the offsets, shrunk by
-                # center_reg pseudo-counts, are the safer guess for ratings.
-                center = "both"
-            else:
-                self.centering_selection_ = select_centering(
-                    fit_on, held, reg=self.center_reg
-                )
-                center = self.centering_selection_.center
-        self.center_ = center
-        self.centering_ = Centering(center, self.scale, self.center_reg).fit(train)
-
-        def problem(part, held_out=None):
-            return CompletionProblem(
-                self.centering_.transform(part),
-                loss=loss,
-                validation=(
-                    None if held_out is None else self.centering_.transform(held_out)
-                ),
-                device=ctx.device,
-                dtype=ctx.dtype,
-            )
-
-        refit = self.lam == "auto" and self.refit
+        self.center_, self.centering_selection_ = choose_centering(
+            center, train, val, reg=self.center_reg, random_state=ctx.random_state.numpy
+        )
+        self.centering_ = Centering(self.center_, self.scale, self.center_reg).fit(
+            train
+        )
+        # The refit uses every entry: a held-out part of entries is in entries.
+        refit = None
+        if self.lam == "auto" and self.refit:
+            refit = refit_entries(entries, None if validation is None else val)
+        problem, refit_problem = completion_problems(
+            self.centering_,
+            train,
+            val,
+            refit,
+            loss=loss,
+            device=ctx.device,
+            dtype=ctx.dtype,
+        )
+        solver = resolve_solver(self.solver)
         fitted = fit_path(
-            problem(train, val),
+            problem,
             lam=self.lam,
-            refit_problem=(
-                None
-                if not refit
-                # a held-out part of entries is in entries already
-                else problem(entries if validation is None else _union(entries, val))
-            ),
-            solver=self.solver,
+            refit_problem=refit_problem,
+            solver=solver,
             postprocess=self.postprocess,
             n_lambdas=self.n_lambdas,
             lambda_min_ratio=self.lambda_min_ratio,
@@ -304,21 +245,9 @@ class _CompletionEstimator(BaseEstimator):
             **self._solver_options(),
         )
         self.lam_ = fitted.lam
-        path = fitted.path
-        self.path_ = None
-        if path is not None:
-            self.path_ = dict(
-                lambdas=path.lambdas,
-                scores=path.scores,
-                ranks=path.ranks,
-                times=path.times,
-                metric=path.metric,
-                postprocessed=path.postprocessed,
-                refined=path.refined,
-            )
-        self._loss = loss
-        self.shape_ = entries.shape
-        self._store_result(fitted.result)
+        self.path_ = None if fitted.path is None else fitted.path.summary()
+        self._loss, self.shape_ = loss, entries.shape
+        self._store_result(fitted.result, solver=solver)
         self._export(fitted.factors)
         return self
 
@@ -440,7 +369,9 @@ class MatrixCompletion(_CompletionEstimator):
     loss : {"square", "logistic", "squared_hinge"} or Loss
         The +/-1 losses are for binary completion (e.g. link signs); their
         ``score`` is accuracy.
-    solver : {"ais_impute", "ais_impute_exact", "soft_impute", "apg"}
+    solver : {"ais_impute", "ais_impute_exact", "soft_impute", "apg", "auto"}
+        ``"auto"`` is ``"ais_impute"`` (see
+        :func:`~embedopt.completion.resolve_solver`).
     max_rank : int, optional
         Cap on the rank of the iterates.
     max_iter : int
@@ -455,11 +386,10 @@ class MatrixCompletion(_CompletionEstimator):
         Defaults ``tol=1e-3`` and ``power_iters=1`` (not the paper's 1e-4 and
         3): the lambda path only needs to rank the lambdas, each SVT is warm
         started from the last iterate's subspace, and the selected solution
-        is then refitted. Measured with one thread (issue 13): MovieLens-1M,
-        80/20 split, fit CPU 57.6 s -> 21.8 s at test RMSE 0.8586 -> 0.8589;
-        MovieLens-100K 2.5 s -> 1.3 s at 0.9163 -> 0.9164; Table III problem
-        (m = 1000) 3.3 s -> 1.6 s at the same NMSE 0.0074. The functions
-        (:func:`ais_impute`, :func:`lambda_path`) keep the paper's values.
+        is then refitted: MovieLens-1M fits in 2.6x less CPU time at the same
+        test RMSE to 3e-4 (``benchmarks/completion/defaults.py``). The
+        functions (:func:`ais_impute`, :func:`lambda_path`) keep the paper's
+        values.
     postprocess : bool or "auto"
         Refit the singular values after solving (Sec. 3.6). ``"auto"`` (with
         ``lam="auto"``) keeps whichever of the raw and post-processed solutions
@@ -473,7 +403,8 @@ class MatrixCompletion(_CompletionEstimator):
         there are none; "both" when there are fewer than 20 entries):
         ``"both"`` on ratings (MovieLens), ``"none"`` on a zero-mean low-rank
         matrix, where fitted offsets are noise (Table III problem: test NMSE
-        0.12 with "both", 0.037 with "none").
+        0.12 with "both", 0.037 with "none"; ``benchmarks/completion/
+        defaults.py``).
     scale : bool
         Also divide centered values by their standard deviation.
     center_reg : float
@@ -516,10 +447,14 @@ class MatrixCompletion(_CompletionEstimator):
     centering_selection_ : CenteringSelection or None
         With ``center="auto"`` and a non-binary loss: the validation errors
         and test statistics behind ``center_``.
+    solver_ : str
+        The registry name of the solver that ran (``solver`` resolved).
     history_ : dict of numpy.ndarray
         Convergence history of the final solve.
     n_iter_ : int
     stop_reason_ : str
+    objective_ : float
+        The final solve's objective (before any post-processing).
     shape_ : tuple of int
 
     Examples
@@ -535,7 +470,7 @@ class MatrixCompletion(_CompletionEstimator):
     _parameter_constraints: ClassVar[dict] = {
         "lam": [Interval(float, 0, None, closed="neither"), Options(["auto"])],
         "loss": [Options(LOSSES), InstanceOf(Loss, "a Loss instance")],
-        "solver": [Options(SOLVERS)],
+        "solver": [Options(SOLVERS), Options(["auto"])],
         "max_rank": [Interval(int, 1, None), None],
         "max_iter": [Interval(int, 1, None)],
         "tol": [Interval(float, 0, None)],
@@ -553,7 +488,6 @@ class MatrixCompletion(_CompletionEstimator):
         **RUN_CONSTRAINTS,
     }
 
-    @renamed_parameters(decay="lam_decay")
     def __init__(
         self,
         lam="auto",
@@ -613,7 +547,7 @@ class TensorCompletion(_CompletionEstimator):
     validation_fraction, refit, random_state, device, dtype, verbose, callback
         As in :class:`MatrixCompletion`, except that ``tol`` and
         ``power_iters`` keep the paper's 1e-4 and 3 (the faster matrix
-        defaults were not measured on tensors). ``center="both"``, which
+        defaults were tuned on matrices only). ``center="both"``, which
         ``center="auto"`` picks when the offsets predict held-out entries
         better, removes an offset per index of every mode.
 
@@ -623,8 +557,8 @@ class TensorCompletion(_CompletionEstimator):
         ``(U_d, s_d, V_d)`` per mode: ``X^d_<d> = U_d diag(s_d) V_d^T``.
     ranks_ : list of int
         Rank of each component.
-    lam_, path_, centering_, center_, centering_selection_, history_, n_iter_,
-    stop_reason_, shape_
+    lam_, path_, centering_, center_, centering_selection_, solver_, history_,
+    n_iter_, stop_reason_, objective_, shape_
         As in :class:`MatrixCompletion`.
 
     Examples
@@ -645,7 +579,6 @@ class TensorCompletion(_CompletionEstimator):
         ],
     }
 
-    @renamed_parameters(decay="lam_decay")
     def __init__(
         self,
         lam="auto",

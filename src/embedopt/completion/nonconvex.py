@@ -22,19 +22,14 @@ from .._core import (
     ConvergenceWarning,
     Interval,
     Options,
-    renamed_parameters,
     resolve_random_state,
     validate_params,
 )
 from ..optim import IterationMonitor, SolverResult
 from .problem import _as_problem
+from .proximal import _check_init, check_solver_options, proximal_completion
 from .regularizers import TruncatedNuclearNorm, get_regularizer
-from .solvers import (
-    SOLVERS,
-    check_solver_options,
-    method_options,
-    proximal_completion,
-)
+from .solvers import SOLVERS, method_options
 
 __all__ = ["dc_completion", "irnn"]
 
@@ -46,26 +41,25 @@ _CONSTRAINTS = {
 }
 
 
-@renamed_parameters(decay="lam_decay")
 def dc_completion(
     X,
+    init=None,
+    *,
+    max_outer_iter: int = 20,
+    outer_tol: float = 1e-4,
+    random_state=None,
+    verbose: int = 0,
+    callback=None,
     lam: float,
     regularizer="tnn",
-    *,
     rank: int = 5,
     theta: float = 1.0,
     solver: str = "ais_impute",
     loss="square",
     validation=None,
     shape=None,
-    max_outer_iter: int = 20,
-    outer_tol: float = 1e-4,
-    init=None,
-    random_state=None,
     device="auto",
     dtype=None,
-    verbose: int = 0,
-    callback=None,
     **inner_options,
 ) -> SolverResult:
     """Nonconvex completion by DC programming with a convex inner solver.
@@ -75,8 +69,17 @@ def dc_completion(
     X : ObservedEntries, scipy.sparse, tuple, dense array with NaN, or
         CompletionProblem
         Training entries.
+    init : tuple (U, s, V), optional
+        ``X_0``; default: the nuclear-norm solution at the same lambda.
+    max_outer_iter, outer_tol : int, float
+        DC iterations and the relative change of the nonconvex objective that
+        stops them (the run options of the outer loop: ``max_iter`` and
+        ``tol`` are those of each inner solve).
+    random_state, verbose, callback
+        See :func:`~embedopt.completion.ais_impute`; the callback is called
+        per outer iteration.
     lam : float
-        lambda > 0.
+        lambda > 0, keyword-only (an option of the method).
     regularizer : {"tnn", "capped_l1", "lsp", "nuclear"} or Regularizer
         ``"tnn"``: truncated nuclear norm with ``rank`` free singular values;
         ``"capped_l1"`` / ``"lsp"``: with scale ``theta``.
@@ -87,14 +90,7 @@ def dc_completion(
     solver : {"ais_impute", "ais_impute_exact", "soft_impute", "apg"}
         Inner solver: ``"ais_impute"`` is DC(AIS-Impute), ``"apg"`` TNNR(APG).
     loss, validation, shape, device, dtype
-        See :class:`CompletionProblem`.
-    max_outer_iter, outer_tol : int, float
-        DC iterations and the relative change of the nonconvex objective that
-        stops them.
-    init : tuple (U, s, V), optional
-        ``X_0``; default: the nuclear-norm solution at the same lambda.
-    random_state, verbose, callback
-        See :func:`ais_impute`; the callback is called per outer iteration.
+        See :class:`~embedopt.completion.CompletionProblem`.
     **inner_options
         ``max_iter``, ``tol``, ``lam_decay``, ``power_iters``, ``max_rank`` of
         each inner solve (see :func:`ais_impute`).
@@ -114,6 +110,7 @@ def dc_completion(
         _CONSTRAINTS,
     )
     check_solver_options("dc_completion", inner_options)
+    _check_init(init, "dc_completion")
     problem = _as_problem(
         X, loss=loss, validation=validation, shape=shape, device=device, dtype=dtype
     )
@@ -135,14 +132,14 @@ def dc_completion(
         warnings.simplefilter("ignore", ConvergenceWarning)
         if init is None:
             init = proximal_completion(
-                problem, lam, random_state=rs.spawn(), name=label, **inner
+                problem, lam=lam, random_state=rs.spawn(), name=label, **inner
             ).x
         U, s, V = init
         for _ in monitor:
             res = proximal_completion(
                 problem,
-                lam,
-                init=(U, s, V),
+                (U, s, V),
+                lam=lam,
                 lam_start=lam,
                 random_state=rs.spawn(),
                 name=label,
@@ -166,12 +163,17 @@ def dc_completion(
     return monitor.result((U, s, V), lam=lam, regularizer=repr(reg))
 
 
-@renamed_parameters(decay="lam_decay")
 def irnn(
     X,
+    init=None,
+    *,
+    max_iter: int = 500,
+    tol: float = 1e-4,
+    random_state=None,
+    verbose: int = 0,
+    callback=None,
     lam: float,
     regularizer="lsp",
-    *,
     rank: int = 5,
     theta: float = 1.0,
     solver: str = "soft_impute",
@@ -180,8 +182,6 @@ def irnn(
     shape=None,
     device="auto",
     dtype=None,
-    init=None,
-    random_state=None,
     **options,
 ) -> SolverResult:
     """Iteratively reweighted nuclear norm (IRNN, Lu et al.): the nonconvex baseline.
@@ -194,13 +194,14 @@ def irnn(
 
     Parameters
     ----------
-    X, lam, regularizer, rank, theta, solver, loss, validation, shape, device,
-    dtype, init, random_state
+    X, init, random_state, lam, regularizer, rank, theta, solver, loss,
+    validation, shape, device, dtype
         As in :func:`dc_completion`.
+    max_iter, tol, verbose, callback
+        Of the single loop (see :func:`~embedopt.completion.ais_impute`).
     **options
-        ``max_iter``, ``tol`` (of the single loop), ``lam_decay``,
-        ``power_iters``, ``max_rank``, ``verbose``, ``callback`` of
-        :func:`proximal_completion`.
+        ``lam_decay``, ``power_iters``, ``max_rank`` of
+        :func:`~embedopt.completion.proximal_completion`.
 
     Returns
     -------
@@ -208,6 +209,8 @@ def irnn(
         History: objective ``f + lambda r(X)`` per iteration, rank, ...
     """
     validate_params("irnn", dict(lam=lam, solver=solver), _CONSTRAINTS)
+    run = dict(max_iter=max_iter, tol=tol, verbose=verbose, callback=callback)
+    options = {**run, **options}
     check_solver_options("irnn", options)
     problem = _as_problem(
         X, loss=loss, validation=validation, shape=shape, device=device, dtype=dtype
@@ -217,9 +220,9 @@ def irnn(
     del method["name"]
     return proximal_completion(
         problem,
-        lam,
+        init,
+        lam=lam,
         **method,
-        init=init,
         random_state=random_state,
         regularizer=reg,
         name=f"IRNN[{reg.name}]",

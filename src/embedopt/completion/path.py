@@ -21,24 +21,27 @@ from .._core import (
     Interval,
     InvalidParameterError,
     Options,
-    renamed_parameters,
     resolve_random_state,
     validate_params,
 )
+from ..data import ObservedEntries
 from ..optim import SolverResult
 from .losses import SquareLoss
 from .postprocess import postprocess as _postprocess
 from .postprocess import refine as _refine
 from .problem import CompletionProblem, _as_problem
-from .solvers import (
-    SOLVERS,
-    check_mode_weights,
-    check_solver_options,
-    method_options,
-    proximal_completion,
-)
+from .proximal import check_mode_weights, check_solver_options, proximal_completion
+from .solvers import SOLVERS, method_options
 
-__all__ = ["REFINE_MAX_RANK", "CompletionFit", "PathResult", "fit_path", "lambda_path"]
+__all__ = [
+    "REFINE_MAX_RANK",
+    "CompletionFit",
+    "PathResult",
+    "completion_problems",
+    "fit_path",
+    "lambda_path",
+    "refit_entries",
+]
 
 #: Highest rank whose refinement ``postprocess="auto"`` scores: a sweep costs
 #: O(|Omega| r^2 + (m + n) r^3), and at higher ranks the rank-r least squares
@@ -92,6 +95,18 @@ class PathResult:
         if self.refined is None:
             self.refined = np.zeros(len(self.lambdas), dtype=bool)
 
+    def summary(self) -> dict:
+        """The per-lambda arrays and the metric (what the estimators keep)."""
+        return dict(
+            lambdas=self.lambdas,
+            scores=self.scores,
+            ranks=self.ranks,
+            times=self.times,
+            metric=self.metric,
+            postprocessed=self.postprocessed,
+            refined=self.refined,
+        )
+
     @property
     def best_lambda(self) -> float:
         """The selected lambda."""
@@ -109,7 +124,7 @@ class PathResult:
 
 
 _PATH_CONSTRAINTS = {
-    "solver": [Options(SOLVERS)],
+    "solver": [Options(SOLVERS), Options(["auto"])],
     "n_lambdas": [Interval(int, 1, None)],
     "lambda_min_ratio": [Interval(float, 0, 1, closed="neither")],
     "patience": [Interval(int, 1, None), None],
@@ -117,7 +132,6 @@ _PATH_CONSTRAINTS = {
 }
 
 
-@renamed_parameters(decay="lam_decay")
 def lambda_path(
     X,
     validation=None,
@@ -153,7 +167,8 @@ def lambda_path(
         geometrically spaced, lambda_max excluded.
     n_lambdas : int
     lambda_min_ratio : float
-    solver : {"ais_impute", "ais_impute_exact", "soft_impute", "apg"}
+    solver : {"ais_impute", "ais_impute_exact", "soft_impute", "apg", "auto"}
+        ``"auto"``: see :func:`~embedopt.completion.resolve_solver`.
     postprocess : bool or "auto"
         Refit singular values (Sec. 3.6) before scoring each lambda. ``"auto"``
         scores both the raw and the post-processed solution and keeps the
@@ -173,11 +188,9 @@ def lambda_path(
         Stop after this many consecutive lambdas without a better validation
         score (None: solve the whole grid). The default 1 stops at the first
         lambda that validates worse: the solves past the optimum are the
-        expensive high-rank ones (MovieLens-1M, 80 % split: ranks 313 and 389
-        after the optimum's 210, 546 of the 710 s of a patience-2 fit), and on
-        MovieLens-100K (3 random 80/20 splits) patience 1 selected the same
-        lambda as patience 2 in half the time. Raise it when the validation
-        set is small and its curve noisy.
+        expensive high-rank ones (MovieLens-1M: 546 of the 710 s of a
+        patience-2 fit; ``benchmarks/completion/defaults.py``). Raise it when
+        the validation set is small and its curve noisy.
     loss, shape, device, dtype
         See :class:`CompletionProblem`.
     mode_weights : sequence of float, optional
@@ -205,49 +218,18 @@ def lambda_path(
         _PATH_CONSTRAINTS,
     )
     check_solver_options("lambda_path", solver_options)
-    problem: CompletionProblem = _as_problem(
-        X, loss=loss, validation=validation, shape=shape, device=device, dtype=dtype
+    problem = _path_problem(
+        X, validation, mode_weights, loss=loss, shape=shape, device=device, dtype=dtype
     )
-    check_mode_weights(mode_weights, problem.shape, "lambda_path")
-    if problem.validation is None:
-        raise InvalidParameterError(
-            "lambda_path needs validation entries to select lambda: pass "
-            "validation=... (e.g. from embedopt.data.split_entries)."
-        )
     rs = resolve_random_state(random_state, "lambda_path")
     grid = _grid(problem, lambdas, n_lambdas, lambda_min_ratio, mode_weights, rs)
-    method = method_options(solver)
-    name = method.pop("name")
-    higher_better = problem.loss.binary
-    path = _Path()
-    refinements = _Refinements(problem, postprocess)
-    init, best, stale = None, None, 0
-    options = dict(solver_options)
-    user_callback = options.pop("callback", None)
-    scoring = postprocess
+    solves = _PathSolves(problem, solver, mode_weights, solver_options)
+    selection = _Patience(patience, higher_better=problem.loss.binary)
+    path, refinements = _Path(), _Refinements(problem, postprocess)
+    init, scoring = None, postprocess
     for lam in grid:
-        abort = _TurnedAway(
-            f"val_{problem.metric_name}", best, higher_better, user_callback
-        )
-        # A warm-started step starts at its own lambda: the path is the
-        # continuation, and a second one inside each step (lambda_t decaying
-        # from the previous grid point) only slows it down. MovieLens-1M, 80 %
-        # split, one thread: 40 instead of 57 solver iterations, 14.2 s
-        # instead of 21.0 s (a loaded machine), the same lambda and rank, the
-        # final objective 2e-4 lower, test RMSE 0.85886 vs 0.85891;
-        # MovieLens-100K (2 splits) 0.47 s vs 0.67-0.76 s, same RMSE to 3e-5.
-        res = proximal_completion(
-            problem,
-            float(lam),
-            **method,
-            mode_weights=mode_weights,
-            init=init,
-            random_state=rs.spawn(),
-            name=f"{name} (lambda={lam:.4g})",
-            callback=abort if abort.active else user_callback,
-            **options,
-        )
-        fac, score, used = _score(problem, res.x, scoring, higher_better)
+        res = solves.solve(lam, init, selection.best, rs.spawn())
+        fac, score, used = _score(problem, res.x, scoring, selection.higher_better)
         if scoring == "auto" and path.lambdas and not used:
             # Once the raw solution validates better, it does so at every
             # smaller lambda (less shrinkage to undo, more rank to overfit):
@@ -259,20 +241,77 @@ def lambda_path(
         # on ratings, where it is not, the refinement never wins (MovieLens
         # latest-small: 2.2 of 4.7 s spent on refinements that lost).
         refined = refinements.better(res.x, score) if used else None
-        if refined is None:
-            path.add(lam, res, fac, score, postprocessed=used, refined=False)
-        else:
-            path.add(lam, res, *refined, postprocessed=True, refined=True)
+        path.add_scored(lam, res, fac, score, postprocessed=used, refined=refined)
         init = res.x
         # patience follows the path's own solutions, not their refinements
-        improved = best is None or (score > best if higher_better else score < best)
-        if improved:
-            best, stale = score, 0
-        else:
-            stale += 1
-            if patience is not None and stale >= patience:
-                break
-    return path.result(problem.metric_name, higher_better)
+        if selection.stop(score):
+            break
+    return path.result(problem.metric_name, selection.higher_better)
+
+
+def _path_problem(X, validation, mode_weights, **options) -> CompletionProblem:
+    """The problem of a path, checked: it must carry validation entries."""
+    problem = _as_problem(X, validation=validation, **options)
+    check_mode_weights(mode_weights, problem.shape, "lambda_path")
+    if problem.validation is None:
+        raise InvalidParameterError(
+            "lambda_path needs validation entries to select lambda: pass "
+            "validation=... (e.g. from embedopt.data.split_entries)."
+        )
+    return problem
+
+
+class _PathSolves:
+    """The solve at each lambda of a path, warm-started from the previous one."""
+
+    def __init__(self, problem: CompletionProblem, solver, mode_weights, options):
+        self.problem, self.mode_weights = problem, mode_weights
+        self.method = method_options(solver)
+        self.label = self.method.pop("name")
+        self.options = dict(options)
+        self.user_callback = self.options.pop("callback", None)
+
+    def solve(self, lam, init, best, random_state) -> SolverResult:
+        """Solve at ``lam`` from ``init``; stop early once past ``best``."""
+        abort = _TurnedAway(
+            f"val_{self.problem.metric_name}",
+            best,
+            self.problem.loss.binary,
+            self.user_callback,
+        )
+        # A warm-started step starts at its own lambda: the path is the
+        # continuation, and a second one inside each step (lambda_t decaying
+        # from the previous grid point) only slows it down (MovieLens-1M:
+        # 40 instead of 57 solver iterations, the same lambda and rank).
+        return proximal_completion(
+            self.problem,
+            init,
+            lam=float(lam),
+            **self.method,
+            mode_weights=self.mode_weights,
+            random_state=random_state,
+            name=f"{self.label} (lambda={lam:.4g})",
+            callback=abort if abort.active else self.user_callback,
+            **self.options,
+        )
+
+
+class _Patience:
+    """Early stopping: ``patience`` lambdas in a row without a better score."""
+
+    def __init__(self, patience: int | None, *, higher_better: bool):
+        self.patience, self.higher_better = patience, higher_better
+        self.best, self.stale = None, 0
+
+    def stop(self, score: float) -> bool:
+        """Record ``score``; whether the path should stop."""
+        if self.best is None or (
+            score > self.best if self.higher_better else score < self.best
+        ):
+            self.best, self.stale = score, 0
+            return False
+        self.stale += 1
+        return self.patience is not None and self.stale >= self.patience
 
 
 class _Path:
@@ -292,6 +331,15 @@ class _Path:
         self.results.append(result)
         self.postprocessed.append(postprocessed)
         self.refined.append(refined)
+
+    def add_scored(self, lam, result, factors, score, *, postprocessed, refined):
+        """Record the scored solution, or ``refined = (factors, score)`` if given."""
+        if refined is None:
+            self.add(
+                lam, result, factors, score, postprocessed=postprocessed, refined=False
+            )
+        else:
+            self.add(lam, result, *refined, postprocessed=True, refined=True)
 
     def result(self, metric: str, higher_better: bool) -> PathResult:
         """The path so far, with its best score selected."""
@@ -351,14 +399,11 @@ class _TurnedAway:
     show it early: their validation score is worse than the best lambda's and
     keeps getting worse. After ``window`` consecutive worsening iterations
     that end worse than the best score, the step stops (stop reason
-    "callback") and is scored as it is. MovieLens-1M, 80 % split: the step
-    after the selected lambda took 53 of 129 s; aborted, it takes a few
-    iterations, and the selected lambda is the same (the step still
-    validates worse than the best one). Two worsening iterations are enough
-    (``window = 2``; it was 3): on MovieLens 100k, latest-small (3 splits
-    each), 1M and the two synthetic problems of the defaults benchmark (3
-    seeds) every selected lambda is the same with a window of 3, 2 or 1,
-    and the aborted MovieLens-1M step takes 1.9 s instead of 3.4 s.
+    "callback") and is scored as it is; it still validates worse than the
+    best step, so the selected lambda is the same. Two worsening iterations
+    are enough: every selected lambda of the defaults benchmark
+    (``benchmarks/completion/defaults.py``) is the same with a window of 3,
+    2 or 1 (figures in ``benchmarks/completion/README.md``).
     """
 
     window = 2
@@ -499,7 +544,7 @@ def fit_path(
     lam : float or "auto"
     refit_problem : CompletionProblem, optional
         Where to refit after the path (``lam="auto"`` only).
-    solver : {"ais_impute", "ais_impute_exact", "soft_impute", "apg"}
+    solver : {"ais_impute", "ais_impute_exact", "soft_impute", "apg", "auto"}
     postprocess : bool or "auto"
         See :func:`lambda_path`; with a float ``lam``, "auto" means True.
     n_lambdas, lambda_min_ratio, patience
@@ -524,7 +569,7 @@ def fit_path(
     if lam != "auto":
         result = proximal_completion(
             problem,
-            float(lam),
+            lam=float(lam),
             **method,
             mode_weights=mode_weights,
             random_state=rs.spawn(),
@@ -553,10 +598,10 @@ def fit_path(
     elif refit_problem is not None:
         result = proximal_completion(
             refit_problem,
-            path.best_lambda,
+            result.x,
+            lam=path.best_lambda,
             **method,
             mode_weights=mode_weights,
-            init=result.x,
             random_state=rs.spawn(),
             **solver_options,
         )
@@ -565,3 +610,72 @@ def fit_path(
             factors = _postprocess_any(refit_problem, factors)
     refined = bool(path.refined[path.best_index])
     return CompletionFit(factors, result, path.best_lambda, path, refined)
+
+
+def refit_entries(
+    entries: ObservedEntries, validation: ObservedEntries | None
+) -> ObservedEntries:
+    """The entries of the refit after a path: ``entries`` plus new ``validation`` ones.
+
+    The refit uses every entry a fit was given: the training entries and,
+    when they came separately, the validation entries (a held-out part of
+    ``entries`` is in ``entries`` already; pass ``validation=None`` then).
+
+    Parameters
+    ----------
+    entries : ObservedEntries
+    validation : ObservedEntries or None
+
+    Returns
+    -------
+    ObservedEntries
+        ``entries`` itself when ``validation`` adds no position (or when the
+        positions are too many to number in int64).
+    """
+    if validation is None or validation is entries:
+        return entries
+    try:
+        have = np.ravel_multi_index(tuple(entries.indices.T), entries.shape)
+        new = np.ravel_multi_index(tuple(validation.indices.T), entries.shape)
+    except ValueError:  # more positions than int64 can number: keep entries
+        return entries
+    keep = ~np.isin(new, have)
+    if not keep.any():
+        return entries
+    return ObservedEntries(
+        np.concatenate([entries.indices, validation.indices[keep]]),
+        np.concatenate([entries.values, validation.values[keep]]),
+        entries.shape,
+        validate=False,
+    )
+
+
+def completion_problems(
+    centering,
+    train: ObservedEntries,
+    validation: ObservedEntries | None,
+    refit: ObservedEntries | None = None,
+    **options,
+) -> tuple[CompletionProblem, CompletionProblem | None]:
+    """The problems a fit solves, on the centered scale: path (or solve) and refit.
+
+    Parameters
+    ----------
+    centering : Centering
+        Fitted; applied to every set of entries.
+    train, validation : ObservedEntries
+        The problem that :func:`fit_path` solves (validation may be None).
+    refit : ObservedEntries, optional
+        The entries of the refit problem (see :func:`refit_entries`).
+    **options
+        ``loss``, ``device``, ``dtype`` of :class:`CompletionProblem`.
+
+    Returns
+    -------
+    problem, refit_problem : CompletionProblem, CompletionProblem or None
+    """
+    held = None if validation is None else centering.transform(validation)
+    problem = CompletionProblem(centering.transform(train), validation=held, **options)
+    if refit is None:
+        return problem, None
+    return problem, CompletionProblem(centering.transform(refit), **options)

@@ -1,717 +1,53 @@
-"""AIS-Impute (Algorithm 3 of Yao & Kwok) and its baselines in one framework.
+"""AIS-Impute (Algorithms 3-4 of Yao & Kwok), the solver registry and ``"auto"``.
 
-All four methods solve ``min_X sum_{(i,j) in Omega} l(X_ij, O_ij) + lambda ||X||_*``
-with the same proximal-gradient loop, the same continuation of lambda and the
-same objective bookkeeping, and differ only in two strategy pieces:
-
-============================  ====================  ===========================
-method                        momentum              SVT of ``Z_t``
-============================  ====================  ===========================
-``ais_impute``                Nesterov + restart    power method, Alg. 2
-``ais_impute(exact_svt=True)`` Nesterov + restart    exact partial SVD (Lanczos)
-``soft_impute``               none                  exact partial SVD (Lanczos)
-``apg``                       Nesterov + restart    exact partial SVD of the
-                                                    *dense* Z_t (no structure)
-============================  ====================  ===========================
-
-The first three never form an m x n matrix: ``Z_t = Y_t - mu S_t`` is kept as a
-sparse matrix on Omega plus low-rank factors (Sec. 3.2), and products with it
-cost ``O(|Omega| k + (m + n) r k)``.
+:func:`ais_impute` is the paper's method and the solver ``solver="auto"``
+resolves to (:func:`resolve_solver`); :data:`SOLVERS` also names the
+baselines of :mod:`.baselines`. Every solver has one call shape: the data (or
+a :class:`~embedopt.completion.CompletionProblem`), an optional start
+``init``, the run options (``max_iter``, ``tol``, ``random_state``,
+``verbose``, ``callback``), then the method's own, keyword-only, among them
+``lam``. All are configurations of :func:`~embedopt.completion.proximal_completion`
+(see :mod:`.proximal`).
 """
 
 from __future__ import annotations
 
-import numpy as np
-import torch
-
-from .._core import (
-    PROGRESS_CONSTRAINTS,
-    Interval,
-    InvalidParameterError,
-    Options,
-    Registry,
-    renamed_parameters,
-    resolve_random_state,
-    validate_params,
-)
-from ..linalg import (
-    DenseOperator,
-    SparsePlusLowRank,
-    approx_svt,
-    exact_svt,
-    warm_start_basis,
-)
-from ..optim import (
-    MOMENTUM,
-    GeometricContinuation,
-    SolverResult,
-    accelerated_proximal_gradient,
-)
-from .problem import CompletionProblem, _as_factor_list, _as_problem
-from .regularizers import Regularizer
+from .._core import Registry
+from ..optim import SolverResult
+from .baselines import ais_impute_exact, apg, soft_impute
+from .proximal import _METHODS, _run
 
 __all__ = [
     "SOLVERS",
-    "SVT_METHODS",
     "ais_impute",
-    "ais_impute_exact",
-    "apg",
-    "check_mode_weights",
-    "check_solver_options",
-    "default_mode_weights",
     "get_solver",
     "method_options",
-    "proximal_completion",
-    "soft_impute",
+    "resolve_solver",
 ]
 
 
-class _Iterate:
-    """``X = U diag(s) V^T`` plus its values on Omega (``x``)."""
-
-    __slots__ = ("U", "V", "s", "x")
-
-    def __init__(self, U, s, V, x):
-        self.U, self.s, self.V, self.x = U, s, V, x
-
-    @property
-    def rank(self) -> int:
-        return int(self.s.numel())
-
-    @property
-    def Us(self):
-        return self.U * self.s
-
-
-# -- SVT strategies (chosen by name) ---------------------------------------------
-class ApproxSVT:
-    """Approximate SVT by the warm-started power method (Algorithms 1-2).
-
-    The basis is ``R_t = QR([V_t, V_{t-1}])`` (Algorithm 3, steps 6-7), capped
-    at ``max_rank`` columns and, with ``adaptive_rank``, at an adaptive
-    ``k_t`` per mode: ``k`` starts at ``max(ADAPTIVE_MIN_RANK, 2 rank(X_0))``;
-    the cap *binds* while it is below twice the thresholded rank (the
-    pseudo-code's basis has about ``2 r`` columns, and the power method needs
-    that oversampling to resolve the singular values near the threshold);
-    while it binds it grows by one per iteration, and it doubles
-    (:meth:`expand`) when the iteration has converged nonetheless (the fixed
-    point of the *truncated* SVT). The solver never stops while a cap binds.
-
-    Why the adaptive cap: with ``R_t = [V_t, V_{t-1}]`` alone the rank of an
-    iterate can reach ``rank(X_t) + rank(X_{t-1})``, and in the middle of the
-    continuation (lambda_t still large, momentum overshooting) it roughly
-    doubles every iteration before it falls back to the rank of the solution
-    (measured on the Table III problem at m = 2000: 1, 2, 5, 13, 32, 67 for a
-    rank-5 solution), and the cost of an iteration grows with it. The
-    authors' released code caps the basis the same way (at twice the true
-    rank, growing by one when the rank reaches it). A truncated basis only
-    makes the SVT more inexact while the cap binds; at a stop the cap is at
-    least twice the rank, as in the pseudo-code, so the fixed point is
-    unchanged. Growing by one keeps the mid-continuation transient small;
-    doubling on convergence reaches a genuinely higher rank fast (a
-    warm-started lambda-path step on MovieLens-1M goes from rank 39 to 210).
-    A user's ``max_rank`` stays a hard ceiling: a cap that has reached it no
-    longer binds.
-    """
-
-    name = "approx"
-    #: Smallest adaptive cap on the power method's basis.
-    ADAPTIVE_MIN_RANK = 10
-
-    def __init__(
-        self,
-        power_iters: int = 3,
-        max_rank: int | None = None,
-        generator: torch.Generator | None = None,
-        adaptive_rank: bool = True,
-        **_,
-    ):
-        self.power_iters = power_iters
-        self.max_rank = max_rank
-        self.generator = generator
-        self.adaptive_rank = adaptive_rank
-        self._caps: dict[int, int] = {}
-        self.binding: set[int] = set()  # modes whose cap bound at the last call
-
-    def _cap(self, mode: int, cur: _Iterate) -> int | None:
-        if not self.adaptive_rank:
-            return self.max_rank
-        if mode not in self._caps:
-            self._caps[mode] = max(self.ADAPTIVE_MIN_RANK, 2 * cur.rank)
-        cap = self._caps[mode]
-        return cap if self.max_rank is None else min(cap, self.max_rank)
-
-    def __call__(self, op, threshold, cur: _Iterate, prev: _Iterate, mode: int = 0):
-        cap = self._cap(mode, cur)
-        R = warm_start_basis(cur.V, prev.V, max_cols=cap, generator=self.generator)
-        U, s, V, Q = approx_svt(op, R, threshold, self.power_iters)
-        self.binding.discard(mode)
-        adaptive_cap = self._caps.get(mode)
-        # Once the adaptive cap reaches a user's max_rank, max_rank rules: that
-        # truncation is asked for, and must not keep the solver from stopping.
-        if (
-            adaptive_cap is not None
-            and 2 * s.numel() > adaptive_cap
-            and (self.max_rank is None or adaptive_cap < self.max_rank)
-        ):
-            self._caps[mode] += 1
-            self.binding.add(mode)
-        return U, s, V, Q.shape[1]
-
-    def expand(self) -> None:
-        """Double the caps that bind (the truncated iteration has converged)."""
-        for mode in self.binding:
-            self._caps[mode] *= 2
-
-
-class ExactSVT:
-    """Exact SVT from Lanczos partial SVDs of the sparse-plus-low-rank operator.
-
-    The number of computed triplets starts at the current rank + 1 and grows by
-    5 while all of them exceed the threshold (as in the authors' baselines).
-    """
-
-    name = "exact"
-
-    def __init__(
-        self,
-        max_rank: int | None = None,
-        random_state: np.random.Generator | None = None,
-        **_,
-    ):
-        self.max_rank = max_rank
-        self.random_state = random_state
-
-    #: Exact SVTs are never truncated by an adaptive cap.
-    binding: frozenset = frozenset()
-
-    def expand(self) -> None:
-        """Nothing to expand (no adaptive cap)."""
-
-    def _operator(self, op):
-        return op
-
-    def __call__(self, op, threshold, cur: _Iterate, prev: _Iterate, mode: int = 0):
-        k0 = cur.rank + 1
-        if self.max_rank is not None:
-            k0 = min(k0, self.max_rank)
-        U, s, V, k = exact_svt(
-            self._operator(op), threshold, k0, random_state=self.random_state
-        )
-        if self.max_rank is not None and s.numel() > self.max_rank:
-            U, s, V = U[:, : self.max_rank], s[: self.max_rank], V[:, : self.max_rank]
-        return U, s, V, k
-
-
-class DenseSVT(ExactSVT):
-    """Exact SVT of the *formed* dense ``Z_t`` (APG: no sparse-plus-low-rank)."""
-
-    name = "dense"
-
-    def _operator(self, op):
-        return DenseOperator(op.to_dense())
-
-
-#: SVT strategies by name.
-SVT_METHODS = Registry(
-    "SVT strategy",
-    {"approx": ApproxSVT, "exact": ExactSVT, "dense": DenseSVT},
-    owner="embedopt.completion",
-)
-
-
-def _penalty(it: _Iterate, weights, linear) -> float:
-    """Regularizer value: ``sum_i w_i s_i - tr(A^T X B)`` (w = 1, no A/B: ||X||_*)."""
-    s = it.s.double()
-    if weights is None:
-        val = float(s.sum())
-    else:
-        w = weights.double().to(s.device)
-        if w.numel() < s.numel():
-            w = torch.cat([w, w[-1:].expand(s.numel() - w.numel())])
-        val = float((w[: s.numel()] * s).sum())
-    if linear is not None and it.rank:
-        A, B = linear
-        val -= float((((A.T @ it.U) * (B.T @ it.V)).sum(0).double() * s).sum())
-    return val
-
-
-def default_mode_weights(shape) -> list[float]:
-    """Scaled-latent-norm weights ``w_d = sqrt(max_k I_k / I_d)`` of a tensor.
-
-    Proportional to the ``1 / sqrt(I_d)`` of the scaled latent nuclear norm, and
-    equal to Yao & Kwok's ``(1, 1, sqrt(m / 3))`` for m x m x 3 tensors.
-    """
-    big = max(shape)
-    return [(big / i) ** 0.5 for i in shape]
-
-
-def check_mode_weights(mode_weights, shape, owner: str) -> list[float]:
-    """The per-component weights ``lambda_d = lam * w_d`` as checked floats.
-
-    Parameters
-    ----------
-    mode_weights : sequence of float or None
-        None: ``[1.0]`` for a matrix, :func:`default_mode_weights` for a
-        tensor.
-    shape : tuple of int
-        Shape of the matrix or tensor.
-    owner : str
-        Named in the error message.
-
-    Returns
-    -------
-    list of float
-
-    Raises
-    ------
-    InvalidParameterError
-        Unless there is one positive finite weight per component (1 for a
-        matrix, one per mode for a tensor).
-    """
-    n = 1 if len(shape) == 2 else len(shape)
-    if mode_weights is None:
-        return [1.0] if n == 1 else default_mode_weights(shape)
-    try:
-        w = [float(v) for v in np.asarray(mode_weights, dtype=object).ravel()]
-    except (TypeError, ValueError):
-        w = None
-    if w is None or len(w) != n or not all(np.isfinite(w)) or min(w) <= 0:
-        raise InvalidParameterError(
-            f"The 'mode_weights' parameter of {owner} must be {n} positive finite "
-            f"float(s), one per {'mode' if n > 1 else 'matrix'}. Got {mode_weights!r}."
-        )
-    return w
-
-
-class _CompletionStep:
-    """The SVT step of AIS-Impute and its baselines, for the shared APG loop.
-
-    An iterate is a list with one :class:`_Iterate` per mode (one for a
-    matrix) plus the summed values on Omega. The step forms ``Z_t = Y_t -
-    mu S_t`` per mode as sparse plus low rank (eq. (20), (33)-(34)) and
-    thresholds it with the SVT strategy; ``weight`` is lambda_t in the units
-    of ``lam`` (mode d uses ``weight * mode_weights[d]``).
-    """
-
-    step_name = "SVT"
-
-    def __init__(
-        self,
-        problem: CompletionProblem,
-        svt,
-        *,
-        step_size: float,
-        mode_weights: list[float],
-        weights=None,
-        linear=None,
-        regularizer: Regularizer | None = None,
-    ):
-        self.problem = problem
-        self.svt = svt
-        self.mu = step_size
-        self.mode_weights = mode_weights
-        self.weights = weights
-        self.linear = linear
-        self.regularizer = regularizer
-        self._metric_key = f"val_{problem.metric_name}"
-
-    # -- setup ---------------------------------------------------------------------
-    def initial(self, init) -> tuple[list[_Iterate], torch.Tensor]:
-        """``X_0`` from ``init`` factors, or zero."""
-        dev, dt = self.problem.device, self.problem.dtype
-        unfoldings = self.problem.unfoldings
-        if init is not None:
-            its = []
-            for unf, fac in zip(unfoldings, _as_factor_list(init), strict=True):
-                U0, s0, V0 = (
-                    torch.as_tensor(
-                        np.asarray(a) if not torch.is_tensor(a) else a, dtype=dt
-                    ).to(dev)
-                    for a in fac
-                )
-                its.append(_Iterate(U0, s0, V0, unf.values(U0, s0, V0)))
-        else:
-            its = [
-                _Iterate(
-                    torch.zeros((a, 0), dtype=dt, device=dev),
-                    torch.zeros(0, dtype=dt, device=dev),
-                    torch.zeros((b, 0), dtype=dt, device=dev),
-                    torch.zeros_like(self.problem.y),
-                )
-                for a, b in (unf.shape for unf in unfoldings)
-            ]
-        return its, self._total(its)
-
-    def default_start(self, lam: float, lam_decay: float, rs) -> float:
-        """``lambda_hat = lam + nu (lambda_max - lam)``: a nonzero first iterate."""
-        lmax = self.problem.lambda_max(generator=rs.torch(self.problem.device))
-        lmax = [lmax] if len(self.mode_weights) == 1 else lmax
-        # In units of lam: mode d's zero-solution threshold is lmax_d / w_d.
-        top = max(lm / w for lm, w in zip(lmax, self.mode_weights, strict=True))
-        return lam + lam_decay * (top - lam) if top > lam else lam
-
-    def _total(self, its) -> torch.Tensor:
-        return its[0].x if len(its) == 1 else sum(it.x for it in its)
-
-    # -- the protocol of accelerated_proximal_gradient -----------------------------
-    def smooth(self, x) -> float:
-        """The loss on Omega."""
-        return self.problem.loss.total(x[1], self.problem.y)
-
-    def penalty(self, x, weight: float) -> float:
-        """``sum_d lambda_d ||X_d||_*`` (weighted / linearized / nonconvex)."""
-        its = x[0]
-        if self.regularizer is not None:
-            return weight * self.mode_weights[0] * self.regularizer.value(its[0].s)
-        return sum(
-            weight * w * _penalty(it, self.weights, self.linear)
-            for w, it in zip(self.mode_weights, its, strict=True)
-        )
-
-    def step(self, x, x_prev, theta: float, weight: float):
-        """Thresholded ``Z_t`` per mode (Algorithm 3 steps 5-8 / Algorithm 4)."""
-        (cur, x_cur), (prev, x_old) = x, x_prev
-        loss, mu = self.problem.loss, self.mu
-        # Y_t on Omega and the sparse part -mu S_t of Z_t (eq. (20), (33)-(34)).
-        y_omega = x_cur if theta == 0 else (1 + theta) * x_cur - theta * x_old
-        sparse_vals = -mu * loss.grad(y_omega, self.problem.y)
-        new, self._k_total = [], 0
-        for d, unf in enumerate(self.problem.unfoldings):
-            c, p = cur[d], prev[d]
-            lam_d = weight * self.mode_weights[d]
-            terms = [(1 + theta, c.Us, c.V), (-theta, p.Us, p.V)]
-            if self.linear is not None:
-                terms.append((mu * lam_d, self.linear[0], self.linear[1]))
-            op = SparsePlusLowRank.from_terms(
-                unf.pattern, unf.to_block(sparse_vals), terms
-            )
-            w = (
-                self.regularizer.weights(c.s)
-                if self.regularizer is not None
-                else self.weights
-            )
-            threshold = mu * lam_d if w is None else mu * lam_d * w
-            U, s, V, k = self.svt(op, threshold, c, p, mode=d)
-            new.append(_Iterate(U, s, V, unf.values(U, s, V)))
-            self._k_total += k
-        return new, self._total(new)
-
-    def describe(self, x, weight: float) -> dict:
-        """lambda_t of the first mode, ranks and SVT basis sizes."""
-        its = x[0]
-        out = {
-            "lam": weight * self.mode_weights[0],
-            "rank": sum(it.rank for it in its),
-            "svd_rank": self._k_total,
-        }
-        if len(its) > 1:
-            out.update({f"rank_{d}": it.rank for d, it in enumerate(its)})
-        return out
-
-    def solution(self, x):
-        """``(U, s, V)`` (a list of them, one per mode, for tensors)."""
-        factors = [(it.U, it.s, it.V) for it in x[0]]
-        return factors[0] if len(factors) == 1 else factors
-
-    def monitor_values(self, solution) -> dict:
-        """The validation metric, when there are validation entries."""
-        if self.problem.validation is None:
-            return {}
-        return {self._metric_key: self.problem.validation_score(solution)}
-
-    @property
-    def truncated(self) -> bool:
-        """Whether an adaptive rank cap truncated the last SVT."""
-        return bool(self.svt.binding)
-
-    def refine(self) -> None:
-        """Grow the binding rank caps (the truncated iteration has converged)."""
-        self.svt.expand()
-
-
-@renamed_parameters(decay="lam_decay")
-def proximal_completion(
-    problem: CompletionProblem,
-    lam: float,
+def ais_impute(
+    X,
+    init=None,
     *,
-    svt: str = "approx",
-    momentum: str = "nesterov_restart",
     max_iter: int = 500,
     tol: float = 1e-4,
-    lam_decay: float = 0.85,
-    lam_start: float | None = None,
-    power_iters: int = 3,
-    max_rank: int | None = None,
-    adaptive_rank: bool = True,
-    init=None,
-    weights: torch.Tensor | None = None,
-    linear: tuple[torch.Tensor, torch.Tensor] | None = None,
-    regularizer: Regularizer | None = None,
-    mode_weights=None,
-    step_size: float | None = None,
     random_state=None,
     verbose: int = 0,
     callback=None,
-    name: str = "AIS-Impute",
-) -> SolverResult:
-    """The shared accelerated proximal loop (Algorithms 3 and 4 with pluggable pieces).
-
-    For a matrix this is Algorithm 3. For a D-way tensor it is Algorithm 4: the
-    scaled latent nuclear norm ``sum_d lambda_d ||X^d_<d>||_*`` with one
-    low-rank component per mode, each kept as the SVD of its mode-d unfolding
-    and thresholded separately (Proposition 4.1) on a sparse-plus-low-rank
-    ``Z^d_t`` (Sec. 4.3).
-
-    Parameters
-    ----------
-    problem : CompletionProblem
-    lam : float
-        Regularization weight lambda > 0 (``lambda_d = lam * mode_weights[d]``
-        for tensors).
-    svt : {"approx", "exact", "dense"}
-        SVT strategy (see :data:`SVT_METHODS`).
-    momentum : {"nesterov_restart", "none"}
-        Momentum schedule (see :data:`embedopt.optim.MOMENTUM`).
-    max_iter, tol, lam_decay, power_iters, max_rank, adaptive_rank
-        As in :func:`ais_impute` (``tol`` is tested once the continuation
-        has ended; ``max_rank`` caps every mode).
-    lam_start : float, optional
-        lambda_hat, in the units of ``lam`` (for tensors mode d continues from
-        ``lam_start * mode_weights[d]``, i.e. Algorithm 4's single lambda_hat is
-        scaled per mode like lambda_d). Default:
-        ``lam + nu (lambda_max - lam)`` with lambda_max the largest singular
-        value of the (unfolded, weight-scaled) loss gradient at the initial
-        point, so the first iterate is already nonzero; with ``init`` given, no
-        continuation unless set.
-    init : tuple (U, s, V) or list of them (tensors), optional
-        Warm start ``X_0 = X_1``.
-    weights : torch.Tensor, optional
-        Per-index weights of a weighted nuclear norm (nondecreasing); the SVT
-        thresholds become ``mu lambda_t w_i`` (Lemma 3.6). Matrices only.
-    linear : tuple (A, B), optional
-        Adds ``- lambda tr(A^T X B)`` to the objective (the linearized truncated
-        nuclear norm, eq. (26)-(27)). Matrices only.
-    regularizer : Regularizer, optional
-        A (nonconvex) regularizer whose supergradient weights are recomputed
-        from the current iterate at every iteration (iteratively reweighted
-        nuclear norm, IRNN); the objective is then ``f + lambda r(X)``.
-        Excludes ``weights`` and ``linear``. Matrices only.
-    mode_weights : sequence of float, optional
-        Tensors: ``lambda_d = lam * mode_weights[d]`` (see :func:`ais_impute`).
-    step_size : float, optional
-        mu. Default: the paper's ``1 / rho`` for matrices (Proposition 3.1) and
-        ``1 / (sqrt(D) rho)`` for D-way tensors (Algorithm 4, Proposition 4.2),
-        although f in (31) is ``D rho``-smooth in the worst case: below
-        ``2 / L`` for D <= 4, guarded by the restart test, and 1.35x fewer
-        iterations than ``1 / (D rho)`` (the provably safe step) on Sec. 5.6.
-    random_state : None, int or numpy Generator
-    verbose : int
-    callback : callable, optional
-    name : str
-        Solver name in history, progress bars and warnings.
-
-    Returns
-    -------
-    SolverResult
-        ``x = (U, s, V)`` tensors of the final iterate (a list of them, one per
-        mode, for tensors). ``history`` columns: iteration, time, objective (at
-        the target lambda), lam (lambda_t of the first mode), rank (summed over
-        modes; ``rank_d`` per mode for tensors), svd_rank (columns of the SVT
-        bases), theta, restart and, with validation entries, ``val_rmse`` or
-        ``val_accuracy``.
-    """
-    rs = resolve_random_state(random_state, name)
-    D = len(problem.unfoldings)
-    if D > 1 and (weights is not None or linear is not None or regularizer is not None):
-        raise InvalidParameterError(
-            f"{name}: weights, linear and regularizer apply to matrix problems only."
-        )
-    mode_weights = check_mode_weights(mode_weights, problem.shape, name)
-    step = _CompletionStep(
-        problem,
-        SVT_METHODS.get(svt)(
-            power_iters=power_iters,
-            max_rank=max_rank,
-            adaptive_rank=adaptive_rank,
-            generator=rs.torch(problem.device),
-            random_state=rs.numpy,
-        ),
-        step_size=(
-            step_size if step_size is not None else 1.0 / (D**0.5 * problem.loss.rho)
-        ),
-        mode_weights=mode_weights,
-        weights=weights,
-        linear=linear,
-        regularizer=regularizer,
-    )
-    x0 = step.initial(init)
-    if lam_start is None:
-        lam_start = lam if init is not None else step.default_start(lam, lam_decay, rs)
-    res = accelerated_proximal_gradient(
-        step,
-        x0,
-        momentum=momentum,
-        continuation=GeometricContinuation(lam, lam_start, lam_decay),
-        max_iter=max_iter,
-        tol=tol,
-        name=name,
-        verbose=verbose,
-        callback=callback,
-        nonfinite_hint=(
-            "the step size 1/rho may be too large for this loss, or the "
-            "data badly scaled (try centering/standardizing them)"
-        ),
-    )
-    res.info.update(
-        lam=lam, lams=[lam * w for w in step.mode_weights], loss=res.info.pop("smooth")
-    )
-    return res
-
-
-#: The loop configuration of each named solver: (SVT strategy, momentum, label).
-_METHODS = {
-    "ais_impute": ("approx", "nesterov_restart", "AIS-Impute"),
-    "ais_impute_exact": ("exact", "nesterov_restart", "AIS-Impute (exact)"),
-    "soft_impute": ("exact", "none", "Soft-Impute"),
-    "apg": ("dense", "nesterov_restart", "APG"),
-}
-
-
-def method_options(solver: str) -> dict:
-    """The :func:`proximal_completion` options that make up a named solver.
-
-    Parameters
-    ----------
-    solver : {"ais_impute", "ais_impute_exact", "soft_impute", "apg"}
-        A name of :data:`SOLVERS` (any accepted spelling).
-
-    Returns
-    -------
-    dict
-        ``svt``, ``momentum`` and ``name`` (the display name), e.g.
-        ``proximal_completion(problem, lam, **method_options("soft_impute"))``.
-
-    Raises
-    ------
-    InvalidParameterError
-        If ``solver`` names no solver.
-    """
-    svt, momentum, label = _METHODS[SOLVERS.resolve_name(solver)]
-    return {"svt": svt, "momentum": momentum, "name": label}
-
-
-_COMMON_CONSTRAINTS = {
-    "lam": [Interval(float, 0, None, closed="neither")],
-    "max_iter": [Interval(int, 1, None)],
-    "tol": [Interval(float, 0, None)],
-    "lam_decay": [Interval(float, 0, 1, closed="neither")],
-    "lam_start": [Interval(float, 0, None, closed="neither"), None],
-    "power_iters": [Interval(int, 0, None)],
-    "max_rank": [Interval(int, 1, None), None],
-    "adaptive_rank": ["boolean"],
-    **PROGRESS_CONSTRAINTS,
-    "random_state": ["random_state"],
-    "exact_svt": ["boolean"],
-    "momentum": [Options(MOMENTUM)],
-}
-
-
-#: Options of each solve that the path functions pass through.
-_PASSED_OPTIONS = (
-    "max_iter",
-    "tol",
-    "lam_decay",
-    "power_iters",
-    "max_rank",
-    "adaptive_rank",
-    "verbose",
-    "callback",
-)
-
-
-def check_solver_options(owner: str, options: dict) -> None:
-    """Validate options passed through to each solve, before any work.
-
-    Parameters
-    ----------
-    owner : str
-        The function receiving them (named in errors).
-    options : dict
-        ``max_iter``, ``tol``, ``lam_decay``, ``power_iters``, ``max_rank``,
-        ``adaptive_rank``, ``verbose``, ``callback``.
-
-    Raises
-    ------
-    InvalidParameterError
-        For an unknown option or an invalid value.
-    """
-    for key in options:
-        if key not in _PASSED_OPTIONS:
-            raise InvalidParameterError(
-                f"{owner} got an unexpected option {key!r}; the options passed "
-                f"to each solve are {', '.join(_PASSED_OPTIONS)}."
-            )
-    validate_params(owner, options, _COMMON_CONSTRAINTS)
-
-
-def _run(
-    solver,
-    X,
-    lam,
-    *,
-    loss="square",
-    validation=None,
-    shape=None,
-    device="auto",
-    dtype=None,
-    **options,
-) -> SolverResult:
-    """Validate, build the problem, run the named solver's loop configuration."""
-    validate_params(solver, dict(lam=lam, **options), _COMMON_CONSTRAINTS)
-    problem = _as_problem(
-        X, loss=loss, validation=validation, shape=shape, device=device, dtype=dtype
-    )
-    return proximal_completion(problem, float(lam), **method_options(solver), **options)
-
-
-#: Options of the power method, which the exact-SVD baselines do not take.
-_POWER_METHOD_OPTIONS = ("exact_svt", "power_iters", "adaptive_rank")
-
-
-def _baseline(solver: str, X, lam, options: dict) -> SolverResult:
-    for key in _POWER_METHOD_OPTIONS:
-        if key in options:
-            raise InvalidParameterError(
-                f"{solver} has no '{key}' parameter: it computes exact SVDs "
-                "(the power-method options belong to ais_impute)."
-            )
-    return _run(solver, X, lam, **options)
-
-
-@renamed_parameters(decay="lam_decay")
-def ais_impute(
-    X,
     lam: float,
-    *,
     loss="square",
     exact_svt: bool = False,
     validation=None,
     shape=None,
-    max_iter: int = 500,
-    tol: float = 1e-4,
     lam_decay: float = 0.85,
     lam_start: float | None = None,
     power_iters: int = 3,
     max_rank: int | None = None,
     adaptive_rank: bool = True,
-    init=None,
     mode_weights=None,
-    random_state=None,
     device="auto",
     dtype=None,
-    verbose: int = 0,
-    callback=None,
 ) -> SolverResult:
     """AIS-Impute: accelerated inexact Soft-Impute (Algorithms 3-4 of Yao & Kwok).
 
@@ -727,27 +63,36 @@ def ais_impute(
         with NaN, or CompletionProblem
         Observed training entries of a matrix, or of a tensor (then problem
         (30) with the scaled latent nuclear norm is solved).
+    init : tuple (U, s, V), optional
+        Warm start (a list of them, one per mode, for tensors).
+    max_iter : int
+    tol : float
+        Relative change of the objective between iterations (paper: 1e-4).
+    random_state : None, int or numpy Generator
+    verbose : int
+        1: progress bar; 2: also one log record per iteration.
+    callback : callable, optional
+        ``callback(state) -> bool``; True stops.
     lam : float
-        lambda > 0. The objective is a *sum* over observed entries, so lambda
-        scales with the data; :func:`~embedopt.completion.lambda_path` chooses
-        it on a validation set.
+        lambda > 0, keyword-only: an option of the method, not of the data.
+        The objective is a *sum* over observed entries, so lambda scales with
+        the data; :func:`~embedopt.completion.lambda_path` chooses it on a
+        validation set.
     loss : {"square", "logistic", "squared_hinge"} or Loss
     exact_svt : bool
         Use an exact partial SVD (Lanczos) instead of the power method: the
-        paper's "AIS-Impute (exact)" baseline.
+        paper's "AIS-Impute (exact)" baseline
+        (:func:`~embedopt.completion.ais_impute_exact`).
     validation : same types as X, optional
         Held-out entries; their RMSE (accuracy for +/-1 losses) is recorded
         every iteration (excluded from the timing).
     shape : tuple of int, optional
         Matrix shape for COO input.
-    max_iter : int
-    tol : float
-        Relative change of the objective between iterations (paper: 1e-4).
     lam_decay : float
         nu of the continuation ``lambda_t = (lambda_hat - lambda) nu^(t-1) +
         lambda`` (the authors' experiments use 0.85).
     lam_start : float, optional
-        lambda_hat (see :func:`proximal_completion`).
+        lambda_hat (see :func:`~embedopt.completion.proximal_completion`).
     power_iters : int
         J (paper: 3).
     max_rank : int, optional
@@ -755,24 +100,18 @@ def ais_impute(
     adaptive_rank : bool
         Cap the power method's basis at a rank that starts at
         ``max(10, 2 rank(init))`` and grows while it is below twice the
-        iterate's rank (see :class:`ApproxSVT`); False uses the
-        pseudo-code's ``QR([V_t, V_{t-1}])``, whose rank can double every
-        iteration in mid-continuation. Same fixed point; on the Table III
-        problem at m = 4000 the capped run was about 10x faster. Ignored with
-        ``exact_svt=True``.
-    init : tuple (U, s, V), optional
-        Warm start (a list of them, one per mode, for tensors).
+        iterate's rank (see :class:`~embedopt.completion.svt.ApproxSVT`);
+        False uses the pseudo-code's ``QR([V_t, V_{t-1}])``, whose rank can
+        double every iteration in mid-continuation. Same fixed point, about
+        10x faster on the Table III problem at m = 4000 (``benchmarks/
+        completion/synthetic.py``). Ignored with ``exact_svt=True``.
     mode_weights : sequence of float, optional
         Tensors (entries with 3 or more modes, Algorithm 4): ``lambda_d = lam *
         mode_weights[d]`` in the scaled latent nuclear norm; default
-        ``sqrt(max_k I_k / I_d)`` (see :func:`default_mode_weights`).
-    random_state : None, int or numpy Generator
+        ``sqrt(max_k I_k / I_d)`` (see
+        :func:`~embedopt.completion.default_mode_weights`).
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}
-    verbose : int
-        1: progress bar; 2: also one log record per iteration.
-    callback : callable, optional
-        ``callback(state) -> bool``; True stops.
 
     Returns
     -------
@@ -789,95 +128,29 @@ def ais_impute(
     return _run(
         "ais_impute_exact" if exact_svt else "ais_impute",
         X,
-        lam,
+        init,
+        max_iter=max_iter,
+        tol=tol,
+        random_state=random_state,
+        verbose=verbose,
+        callback=callback,
+        lam=lam,
         loss=loss,
         validation=validation,
         shape=shape,
-        device=device,
-        dtype=dtype,
-        max_iter=max_iter,
-        tol=tol,
         lam_decay=lam_decay,
         lam_start=lam_start,
         power_iters=power_iters,
         max_rank=max_rank,
         adaptive_rank=adaptive_rank,
-        init=init,
         mode_weights=mode_weights,
-        random_state=random_state,
-        verbose=verbose,
-        callback=callback,
+        device=device,
+        dtype=dtype,
     )
 
 
-@renamed_parameters(decay="lam_decay")
-def soft_impute(X, lam: float, **options) -> SolverResult:
-    """Soft-Impute (Mazumder, Hastie & Tibshirani), the unaccelerated baseline.
-
-    ``X_{t+1} = SVT_lambda(P_Omega(O - X_t) + X_t)`` (generalized to any smooth
-    loss as ``X_t - S_t / rho``) with an exact partial SVD (Lanczos) of the
-    sparse-plus-low-rank matrix, and the same continuation as
-    :func:`ais_impute`. Converges as O(1/T).
-
-    Parameters
-    ----------
-    X, lam
-        See :func:`ais_impute`.
-    **options
-        The keyword options of :func:`ais_impute` except those of the power
-        method (``exact_svt``, ``power_iters``, ``adaptive_rank``).
-
-    Returns
-    -------
-    SolverResult
-    """
-    return _baseline("soft_impute", X, lam, options)
-
-
-@renamed_parameters(decay="lam_decay")
-def apg(X, lam: float, **options) -> SolverResult:
-    """Accelerated proximal gradient without the sparse-plus-low-rank structure.
-
-    The APG baseline of Yao & Kwok (Toh & Yun's method): the same accelerated
-    loop as :func:`ais_impute`, but ``Z_t`` is formed as a dense m x n matrix
-    and its SVT computed by an exact partial SVD. Costs O(mn) memory and time
-    per iteration: for comparison on small matrices only.
-
-    Parameters
-    ----------
-    X, lam
-        See :func:`ais_impute`.
-    **options
-        As in :func:`soft_impute`.
-
-    Returns
-    -------
-    SolverResult
-    """
-    return _baseline("apg", X, lam, options)
-
-
-def ais_impute_exact(X, lam: float, **options) -> SolverResult:
-    """AIS-Impute with an exact partial SVD: ``ais_impute(..., exact_svt=True)``.
-
-    The paper's "AIS-Impute (exact)" baseline, under its own solver name.
-
-    Parameters
-    ----------
-    X, lam
-        See :func:`ais_impute`.
-    **options
-        Keyword options of :func:`ais_impute` (except ``exact_svt``).
-
-    Returns
-    -------
-    SolverResult
-    """
-    return ais_impute(X, lam, exact_svt=True, **options)
-
-
-#: The completion solvers by name: ``SOLVERS.get(name)(X, lam, ...)``; their
-#: loop configurations are given by :func:`method_options`.
+#: The completion solvers by name: ``SOLVERS.get(name)(X, init, *, ..., lam=...)``;
+#: their loop configurations are given by :func:`method_options`.
 SOLVERS = Registry(
     "solver",
     {
@@ -893,3 +166,53 @@ SOLVERS = Registry(
 #: ``get_solver(name)``: the solver function of that name (any accepted
 #: spelling); an unknown name raises InvalidParameterError listing the valid ones.
 get_solver = SOLVERS.get
+
+
+def resolve_solver(solver: str) -> str:
+    """The registry name that ``solver`` stands for (``"auto"`` resolved).
+
+    ``"auto"`` is always :func:`ais_impute`, the paper's method: it is the
+    fastest of the four on every problem of the paper (matrices and tensors,
+    any smooth loss, Tables III-V and Sec. 5.6) and never forms an m x n
+    matrix; the others are the comparison methods.
+
+    Parameters
+    ----------
+    solver : str
+        ``"auto"`` or a name of :data:`SOLVERS` (any accepted spelling).
+
+    Returns
+    -------
+    str
+        The canonical name, e.g. ``"soft_impute"`` for ``"Soft-Impute"``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``solver`` names no solver.
+    """
+    return "ais_impute" if solver == "auto" else SOLVERS.resolve_name(solver)
+
+
+def method_options(solver: str) -> dict:
+    """The :func:`~embedopt.completion.proximal_completion` options of a solver.
+
+    Parameters
+    ----------
+    solver : {"auto", "ais_impute", "ais_impute_exact", "soft_impute", "apg"}
+        A name of :data:`SOLVERS` (any accepted spelling), or ``"auto"``
+        (see :func:`resolve_solver`).
+
+    Returns
+    -------
+    dict
+        ``svt``, ``momentum`` and ``name`` (the display name), e.g.
+        ``proximal_completion(problem, lam=lam, **method_options("soft_impute"))``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``solver`` names no solver.
+    """
+    svt, momentum, label = _METHODS[resolve_solver(solver)]
+    return {"svt": svt, "momentum": momentum, "name": label}
