@@ -245,10 +245,6 @@ def test_fitted_attributes_name_the_solver_and_its_objective(fitted):
     assert spelled.fit(entries).solver_ == "soft_impute"
 
 
-@pytest.mark.xfail(
-    raises=AttributeError,
-    reason="_core.BaseEstimator has no __sklearn_tags__ yet (scikit-learn >= 1.6)",
-)
 def test_sklearn_model_selection_on_positions_and_values():
     from sklearn.base import clone
     from sklearn.model_selection import KFold, cross_val_score
