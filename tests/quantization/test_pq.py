@@ -7,6 +7,7 @@ from embedopt.quantization import (
     KMEANS_INITS,
     ROTATION_INITS,
     ROTATIONS,
+    SOLVERS,
     GivensLearner,
     ProcrustesLearner,
     ProductQuantizer,
@@ -15,6 +16,7 @@ from embedopt.quantization import (
     eigenvalue_allocation,
     fit_product_quantizer,
     get_rotation_learner,
+    get_solver,
     givens_descent,
     initial_rotation,
     kmeans_plusplus,
@@ -315,3 +317,55 @@ def test_data_whose_squared_distances_overflow_is_refused():
     X = (np.random.default_rng(0).standard_normal((200, 8)) * 1e30).astype("float32")
     with pytest.raises(DataValidationError, match="overflow float32"):
         ProductQuantizer(2, 16, random_state=0).fit(X)
+
+
+def test_fit_stores_the_solver_that_ran_and_its_final_objective():
+    X = _data(m=300)
+    pq = ProductQuantizer(4, 16, rotation="GCD-G", max_iter=2, random_state=0).fit(X)
+    assert pq.solver_ == "gcd_g"
+    assert pq.objective_ == pq.distortion_
+    assert pq.n_iter_ == len(pq.history_["objective"]) == 2
+    assert pq.stop_reason_
+    none = ProductQuantizer(4, 16, rotation="none", max_iter=1, random_state=0)
+    assert none.fit(X).solver_ == "none"
+
+
+def test_solvers_share_one_call_shape_and_registry():
+    X = _data(m=300)
+    kw = dict(max_iter=2, random_state=0, n_subquantizers=4, n_centroids=16)
+    for name in SOLVERS:
+        res = get_solver(name)(X, "random", **kw)
+        assert res.x.rotation.shape == (8, 8)
+        assert res.n_iter == 2
+    assert get_solver("givens-descent") is givens_descent
+    assert SOLVERS["opq"] is opq
+
+
+def test_scikit_learn_clone():
+    from sklearn.base import clone
+
+    pq = ProductQuantizer(max_iter=2, random_state=0, rotation_init=np.eye(16))
+    c = clone(pq)
+    assert c.get_params().keys() == pq.get_params().keys()
+    np.testing.assert_array_equal(c.rotation_init, pq.rotation_init)
+
+
+@pytest.mark.skipif(
+    not hasattr(ProductQuantizer(), "__sklearn_tags__"),
+    reason="_core.BaseEstimator has no __sklearn_tags__ yet (scikit-learn >= 1.6)",
+)
+def test_scikit_learn_cross_val_score_and_pipeline():
+    from sklearn.base import clone
+    from sklearn.model_selection import cross_val_score
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X = _data(m=1000, n=16)
+    pq = ProductQuantizer(max_iter=2, random_state=0)
+    # score is the negative distortion: one float, higher is better.
+    scores = cross_val_score(pq, X, cv=2)
+    assert scores.shape == (2,) and np.all(scores < 0)
+    pipe = Pipeline([("scale", StandardScaler()), ("pq", clone(pq))]).fit(X)
+    Xs = pipe[0].transform(X)
+    assert pipe.score(X) == pytest.approx(-pipe[-1].distortion(Xs))
+    np.testing.assert_array_equal(pipe.transform(X), pipe[-1].transform(Xs))

@@ -57,7 +57,7 @@ def opq(
     options.setdefault("name", "opq")
     return rotated_pq(
         X,
-        init,
+        init=init,
         **_run_options(max_iter, tol, verbose, callback),
         random_state=random_state,
         n_subquantizers=n_subquantizers,
@@ -111,7 +111,7 @@ def cayley_descent(
     options.setdefault("name", "cayley_descent")
     return rotated_pq(
         X,
-        init,
+        init=init,
         **_run_options(max_iter, tol, verbose, callback),
         n_subquantizers=n_subquantizers,
         n_centroids=n_centroids,
@@ -168,7 +168,7 @@ def unconstrained_descent(
     options.setdefault("name", "unconstrained_descent")
     return rotated_pq(
         X,
-        init,
+        init=init,
         **_run_options(max_iter, tol, verbose, callback),
         n_subquantizers=n_subquantizers,
         n_centroids=n_centroids,

@@ -32,10 +32,11 @@ __all__ = ["ROTATIONS", "ProductQuantizer"]
 _RENAMED = {"init": "rotation_init", "kmeans_init": "init"}
 
 #: The parameters ProductQuantizer hands to fit_product_quantizer: solver
-#: name -> estimator name (``init``, the start, goes positionally).
+#: name -> estimator name.
 _SOLVER_PARAMS = {
     name: _RENAMED.get(name, name)
     for name in (
+        "init",
         "n_subquantizers",
         "n_centroids",
         "rotation",
@@ -217,7 +218,6 @@ class ProductQuantizer(BaseEstimator):
         ctx = self._start_fit()
         result = fit_product_quantizer(
             X,
-            self.rotation_init,
             **{name: getattr(self, own) for name, own in _SOLVER_PARAMS.items()},
             validation=validation,
             **ctx.run_options(self),

@@ -391,7 +391,7 @@ def givens_descent(
     options.setdefault("name", f"givens_descent[{learner.selection.name}]")
     return rotated_pq(
         X,
-        init,
+        init=init,
         **_run_options(max_iter, tol, verbose, callback),
         n_subquantizers=n_subquantizers,
         n_centroids=n_centroids,
@@ -475,7 +475,7 @@ def fit_product_quantizer(
     )
     result = rotated_pq(
         X,
-        init,
+        init=init,
         **_run_options(max_iter, tol, verbose, callback),
         n_subquantizers=n_subquantizers,
         n_centroids=n_centroids,
