@@ -58,10 +58,8 @@ def opq(
     return rotated_pq(
         X,
         init=init,
-        **_run_options(max_iter, tol, verbose, callback),
+        **_run_options(max_iter, tol, verbose, callback, n_subquantizers, n_centroids),
         random_state=random_state,
-        n_subquantizers=n_subquantizers,
-        n_centroids=n_centroids,
         learner=ProcrustesLearner(),
         **options,
     )
@@ -112,9 +110,7 @@ def cayley_descent(
     return rotated_pq(
         X,
         init=init,
-        **_run_options(max_iter, tol, verbose, callback),
-        n_subquantizers=n_subquantizers,
-        n_centroids=n_centroids,
+        **_run_options(max_iter, tol, verbose, callback, n_subquantizers, n_centroids),
         learner=CayleyLearner(n_rotation_steps, learning_rate),
         **options,
     )
@@ -169,9 +165,7 @@ def unconstrained_descent(
     return rotated_pq(
         X,
         init=init,
-        **_run_options(max_iter, tol, verbose, callback),
-        n_subquantizers=n_subquantizers,
-        n_centroids=n_centroids,
+        **_run_options(max_iter, tol, verbose, callback, n_subquantizers, n_centroids),
         learner=UnconstrainedLearner(n_rotation_steps, learning_rate, penalty),
         **options,
     )

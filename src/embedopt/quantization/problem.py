@@ -275,7 +275,7 @@ def givens_step_bound(Z: torch.Tensor) -> float:
     Parameters
     ----------
     Z : torch.Tensor, shape (n, n)
-        ``R^T C``.
+        The current ``R^T C``.
 
     Returns
     -------

@@ -392,9 +392,7 @@ def givens_descent(
     return rotated_pq(
         X,
         init=init,
-        **_run_options(max_iter, tol, verbose, callback),
-        n_subquantizers=n_subquantizers,
-        n_centroids=n_centroids,
+        **_run_options(max_iter, tol, verbose, callback, n_subquantizers, n_centroids),
         learner=learner,
         **options,
     )
@@ -476,9 +474,7 @@ def fit_product_quantizer(
     result = rotated_pq(
         X,
         init=init,
-        **_run_options(max_iter, tol, verbose, callback),
-        n_subquantizers=n_subquantizers,
-        n_centroids=n_centroids,
+        **_run_options(max_iter, tol, verbose, callback, n_subquantizers, n_centroids),
         learner=learner,
         **options,
     )
@@ -510,8 +506,8 @@ def rotation_name(rotation: str) -> str:
     return ROTATIONS.resolve_name(rotation)
 
 
-def _run_options(max_iter, tol, verbose, callback) -> dict:
-    """The shared run options a solver hands on unchanged, by name.
+def _run_options(max_iter, tol, verbose, callback, n_subquantizers, n_centroids):
+    """The shared run options and problem sizes a solver hands on, by name.
 
     ``random_state`` is not among them: a solver resolves it once (with
     ``device`` and ``dtype``, :func:`_solver_context`) and hands on the
@@ -519,14 +515,21 @@ def _run_options(max_iter, tol, verbose, callback) -> dict:
 
     Parameters
     ----------
-    max_iter, tol, verbose, callback
+    max_iter, tol, verbose, callback, n_subquantizers, n_centroids
         The solver's parameters of those names.
 
     Returns
     -------
     dict
     """
-    return {"max_iter": max_iter, "tol": tol, "verbose": verbose, "callback": callback}
+    return {
+        "max_iter": max_iter,
+        "tol": tol,
+        "verbose": verbose,
+        "callback": callback,
+        "n_subquantizers": n_subquantizers,
+        "n_centroids": n_centroids,
+    }
 
 
 def _solver_context(owner: str, options: dict, random_state, **settings) -> FitContext:
