@@ -217,9 +217,6 @@ def rows(quick: bool = False, seeds: int | None = None) -> list[dict]:
         ``peer_value``, ``peer_seconds``, ``n_seeds``, ``note`` (and the
         per-seed values under ``per_seed``).
     """
-    import numpy as np
-    import torch
-
     n_seeds = seeds or (1 if quick else 3)
     peer_ok = _have_faiss()
     out = []
@@ -227,27 +224,7 @@ def rows(quick: bool = False, seeds: int | None = None) -> list[dict]:
         if quick and small is None:
             continue
         n_train, n_held = small if quick else full
-        ours, peer = [], []
-        for seed in range(n_seeds):
-            train, held = load(n_train, n_held, np.random.default_rng(seed))
-            # Alternate who runs first, so a change of load on the shared
-            # machine does not always hit the same side.
-            order = ("ours", "peer") if seed % 2 == 0 else ("peer", "ours")
-            for who in order:
-                if who == "ours":
-                    ours.append(run_ours(train, held, M, seed))
-                elif peer_ok:
-                    peer.append(run_faiss(train, held, M, seed))
-        row_note = note
-        if torch.get_num_threads() != 1:
-            # Oversubscribed OpenMP threads on a loaded machine slow torch
-            # down several-fold (7.8 s instead of 1.6 s for the quick patches
-            # row with 2 threads): say so next to the times.
-            row_note = (note + "; " if note else "") + (
-                f"torch on {torch.get_num_threads()} threads"
-            )
-        if not peer_ok:
-            row_note = (note + "; " if note else "") + "faiss not installed"
+        ours, peer = _run_dataset(load, M, n_train, n_held, n_seeds, peer_ok)
         out.append(
             dict(
                 estimator=f"ProductQuantizer({M}, {K})",
@@ -263,11 +240,46 @@ def rows(quick: bool = False, seeds: int | None = None) -> list[dict]:
                 if peer
                 else None,
                 n_seeds=n_seeds,
-                note=row_note,
+                note=_row_note(note, peer_ok),
                 per_seed=dict(ours=ours, peer=peer),
             )
         )
     return out
+
+
+def _run_dataset(load, M, n_train, n_held, n_seeds, peer_ok) -> tuple[list, list]:
+    """Our runs and faiss' runs (empty without faiss) on one dataset."""
+    import numpy as np
+
+    ours, peer = [], []
+    for seed in range(n_seeds):
+        train, held = load(n_train, n_held, np.random.default_rng(seed))
+        # Alternate who runs first, so a change of load on the shared
+        # machine does not always hit the same side.
+        order = ("ours", "peer") if seed % 2 == 0 else ("peer", "ours")
+        for who in order:
+            if who == "ours":
+                ours.append(run_ours(train, held, M, seed))
+            elif peer_ok:
+                peer.append(run_faiss(train, held, M, seed))
+    return ours, peer
+
+
+def _row_note(note: str, peer_ok: bool) -> str:
+    """A dataset's note, plus what makes its times or its peer column odd."""
+    import torch
+
+    row_note = note
+    if torch.get_num_threads() != 1:
+        # Oversubscribed OpenMP threads on a loaded machine slow torch
+        # down several-fold (7.8 s instead of 1.6 s for the quick patches
+        # row with 2 threads): say so next to the times.
+        row_note = (note + "; " if note else "") + (
+            f"torch on {torch.get_num_threads()} threads"
+        )
+    if not peer_ok:
+        row_note = (note + "; " if note else "") + "faiss not installed"
+    return row_note
 
 
 def _markdown(table: list[dict]) -> str:
@@ -307,7 +319,7 @@ def _markdown(table: list[dict]) -> str:
     )
 
 
-def main(argv=None) -> int:
+def _parser():
     import argparse
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -315,7 +327,11 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=None, help="default 1 quick, 3 full")
     p.add_argument("--threads", type=int, default=1, help="threads per library")
     p.add_argument("--out", default=str(_shared.RESULTS), help="output folder")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
     _shared.limit_threads(args.threads, environ=True)
     table = rows(args.quick, args.seeds)
     md = _markdown(table)

@@ -288,7 +288,7 @@ def _plot(results, configs, path):
     fig.savefig(path, dpi=90)
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="CI-sized run")
     p.add_argument("--seeds", type=int, default=None, help="default 2 quick, 10 full")
@@ -313,139 +313,186 @@ def main(argv=None) -> int:
     )
     p.add_argument("--no-peers", action="store_true")
     p.add_argument("--M", default=None, help="comma list of M (default: both)")
-    args = p.parse_args(argv)
-    _shared.limit_threads(args.threads, environ=True)
+    return p
+
+
+def _installed_peers(args) -> dict:
+    """The peers to run: name -> run function, for those installed."""
+    peers = {}
+    if args.no_peers:
+        return peers
+    for peer, mod, fn in (
+        (PEERS[0], "faiss", run_faiss),
+        (PEERS[1], "nanopq", run_nanopq),
+    ):
+        try:
+            __import__(mod)
+            peers[peer] = fn
+        except ImportError:
+            print(f"{peer}: not installed, skipped", file=sys.stderr)
+    return peers
+
+
+def configure(args) -> dict:
+    """Seeds, iterations, methods, peers and the (dataset, M) configurations."""
+    if args.methods:
+        names = [] if args.methods == "none" else args.methods.split(";")
+    else:
+        names = list(METHODS) if args.quick else list(FULL_METHODS)
+    ms = {"gaussian": (8, 16), "glove": (5, 10), "sift": (8, 16)}
+    configs = [
+        (ds, M)
+        for ds in args.datasets.split(",")
+        for M in (ms[ds] if args.M is None else map(int, args.M.split(",")))
+    ]
+    return dict(
+        seeds=args.seeds or (2 if args.quick else 10),
+        iters=args.iters or (10 if args.quick else 50),
+        methods={k: METHODS[k] for k in names},
+        peers=_installed_peers(args),
+        configs=configs,
+    )
+
+
+def _run_seed(args, conf, ds, M, seed, runs, data_info) -> None:
+    """Every method and peer on one split of ``ds``; appends to ``runs``."""
     import numpy as np
 
-    seeds = args.seeds or (2 if args.quick else 10)
-    iters = args.iters or (10 if args.quick else 50)
-    names = (
-        ([] if args.methods == "none" else args.methods.split(";"))
-        if args.methods
-        else (list(METHODS) if args.quick else list(FULL_METHODS))
-    )
-    methods = {k: METHODS[k] for k in names}
-    peers = {}
-    if not args.no_peers:
-        for peer, mod, fn in (
-            (PEERS[0], "faiss", run_faiss),
-            (PEERS[1], "nanopq", run_nanopq),
-        ):
-            try:
-                __import__(mod)
-                peers[peer] = fn
-            except ImportError:
-                print(f"{peer}: not installed, skipped", file=sys.stderr)
-    ms = {"gaussian": (8, 16), "glove": (5, 10), "sift": (8, 16)}
-    configs, results, data_info = [], {}, {}
-    for ds in args.datasets.split(","):
-        for M in ms[ds] if args.M is None else map(int, args.M.split(",")):
-            cfg = f"{ds} M={M}"
-            configs.append(cfg)
-            results[cfg] = {name: [] for name in [*methods, *peers]}
-            for seed in range(seeds):
-                data = _split(args, ds, np.random.default_rng(1000 + seed))
-                gt = data.pop("gt", None)
-                if gt is None:
-                    gt = _ground_truth(data["base"], data["queries"])
-                data_info[ds] = {k: list(v.shape) for k, v in data.items()}
-                for name in [*methods, *peers]:
-                    if name in methods:
-                        r = run_ours(name, methods[name], data, M, gt, seed, iters)
-                    else:
-                        r = peers[name](data, M, gt, seed, iters)
-                    results[cfg][name].append(r)
-                    print(
-                        f"{cfg} seed {seed} {name:34s} "
-                        f"train {r['train_distortion']:.5f} "
-                        f"held-out {r['heldout_distortion']:.5f} "
-                        f"R@10 {r['recall@10']:.3f} {r['fit_seconds']:.1f}s",
-                        flush=True,
-                    )
-    tag = "quant_fixed_embeddings" + ("_quick" if args.quick else "") + args.tag
+    data = _split(args, ds, np.random.default_rng(1000 + seed))
+    gt = data.pop("gt", None)
+    if gt is None:
+        gt = _ground_truth(data["base"], data["queries"])
+    data_info[ds] = {k: list(v.shape) for k, v in data.items()}
+    methods, peers, iters = conf["methods"], conf["peers"], conf["iters"]
+    for name in [*methods, *peers]:
+        if name in methods:
+            r = run_ours(name, methods[name], data, M, gt, seed, iters)
+        else:
+            r = peers[name](data, M, gt, seed, iters)
+        runs[name].append(r)
+        print(
+            f"{ds} M={M} seed {seed} {name:34s} "
+            f"train {r['train_distortion']:.5f} "
+            f"held-out {r['heldout_distortion']:.5f} "
+            f"R@10 {r['recall@10']:.3f} {r['fit_seconds']:.1f}s",
+            flush=True,
+        )
+
+
+def run(args, conf) -> tuple[dict, dict]:
+    """Results per configuration (``"glove M=10"`` -> method -> runs) and the
+    shapes of every dataset's splits."""
+    results, data_info = {}, {}
+    for ds, M in conf["configs"]:
+        runs = {name: [] for name in [*conf["methods"], *conf["peers"]]}
+        results[f"{ds} M={M}"] = runs
+        for seed in range(conf["seeds"]):
+            _run_seed(args, conf, ds, M, seed, runs, data_info)
+    return results, data_info
+
+
+_HEADERS = [
+    "method",
+    "train distortion",
+    "held-out distortion",
+    "train / faiss",
+    "R@1",
+    "R@10",
+    "R@100",
+    "fit s (median)",
+    "time / faiss",
+]
+#: The rows whose train distortion is compared with faiss OPQ (and, on the
+#: Gaussian set, with the eigenvalue allocation alone) under "Goals".
+_GOAL_METHODS = (
+    "GCD-G",
+    "GCD-S",
+    "GCD-G exact angle, n steps",
+    "GCD-G (eig. init)",
+    "GCD-S (eig. init)",
+    "GCD-G exact angle, n steps (eig. init)",
+)
+
+
+def _table(res) -> str:
+    """One configuration's table: every method and peer against faiss."""
+    ref = res.get(PEERS[0])
+    ref_tr = _summary(ref, "train_distortion")[0] if ref else None
+    ref_t = _summary(ref, "fit_seconds")[2] if ref else None
+    rows = []
+    for name, runs in res.items():
+        if not runs:
+            continue
+        tr, trs, _ = _summary(runs, "train_distortion")
+        va, vas, _ = _summary(runs, "heldout_distortion")
+        t_med = _summary(runs, "fit_seconds")[2]
+        rows.append(
+            [
+                name,
+                f"{tr:.5f} ± {trs:.5f}",
+                f"{va:.5f} ± {vas:.5f}",
+                f"{tr / ref_tr:.4f}" if ref_tr else "-",
+                *(f"{_summary(runs, f'recall@{r}')[0]:.3f}" for r in (1, 10, 100)),
+                f"{t_med:.2f}",
+                f"{t_med / ref_t:.2f}" if ref_t else "-",
+            ]
+        )
+    return _shared.markdown_table(_HEADERS, rows)
+
+
+def _goals(cfg, res) -> list[str]:
+    """GCD rows vs faiss OPQ (and vs the eigenvalue allocation on Gaussian)."""
+    ref = res.get(PEERS[0])
+    ref_tr = _summary(ref, "train_distortion")[0] if ref else None
+    eig_runs = res.get("eigenvalue allocation (init only)")
+    eig = _summary(eig_runs, "train_distortion")[0] if eig_runs else None
+    goals = []
+    for g in _GOAL_METHODS:
+        if not res.get(g):
+            continue
+        v = _summary(res[g], "train_distortion")[0]
+        if ref_tr:
+            goals.append(
+                f"- {cfg}: {g} train distortion {v:.5f} vs faiss OPQ {ref_tr:.5f}"
+                f" -> {'MET' if v <= ref_tr else 'NOT MET'} ({v / ref_tr:.4f}x)"
+            )
+        if eig is not None and cfg.startswith("gaussian"):
+            goals.append(
+                f"- {cfg}: {g} {v:.5f} vs eigenvalue allocation {eig:.5f} -> "
+                f"{'MET' if v < eig else 'NOT MET'}"
+            )
+    return goals
+
+
+def report(args, conf, results, data_info) -> str:
+    """The Markdown report: settings, one table per configuration, goals."""
     md = [
         "# PQ rotation learning on fixed embeddings "
         f"({'quick' if args.quick else 'full'})\n",
-        f"K = 256, {iters} outer iterations (k-means: 40 initial + 4 per iteration "
-        f"+ 25 final, as faiss OPQMatrix/IndexPQ), {seeds} seeds, "
+        f"K = 256, {conf['iters']} outer iterations (k-means: 40 initial + 4 per "
+        f"iteration + 25 final, as faiss OPQMatrix/IndexPQ), {conf['seeds']} seeds, "
         f"{args.threads} thread(s) for every library. Distortion = mean squared "
         "reconstruction error; mean ± std over seeds; time = median fit seconds; "
         "ratios against faiss measured in the same run.\n",
         f"Data: {data_info}\n",
     ]
     goals = []
-    for cfg in configs:
-        res = results[cfg]
-        ref = res.get(PEERS[0])
-        ref_tr = _summary(ref, "train_distortion")[0] if ref else None
-        ref_t = _summary(ref, "fit_seconds")[2] if ref else None
-        rows = []
-        for name, runs in res.items():
-            if not runs:
-                continue
-            tr, trs, _ = _summary(runs, "train_distortion")
-            va, vas, _ = _summary(runs, "heldout_distortion")
-            t_med = _summary(runs, "fit_seconds")[2]
-            rows.append(
-                [
-                    name,
-                    f"{tr:.5f} ± {trs:.5f}",
-                    f"{va:.5f} ± {vas:.5f}",
-                    f"{tr / ref_tr:.4f}" if ref_tr else "-",
-                    *(f"{_summary(runs, f'recall@{r}')[0]:.3f}" for r in (1, 10, 100)),
-                    f"{t_med:.2f}",
-                    f"{t_med / ref_t:.2f}" if ref_t else "-",
-                ]
-            )
+    for cfg, res in results.items():
         md.append(f"\n## {cfg}\n\n")
-        md.append(
-            _shared.markdown_table(
-                [
-                    "method",
-                    "train distortion",
-                    "held-out distortion",
-                    "train / faiss",
-                    "R@1",
-                    "R@10",
-                    "R@100",
-                    "fit s (median)",
-                    "time / faiss",
-                ],
-                rows,
-            )
-            + "\n"
-        )
-        eig = (
-            _summary(res["eigenvalue allocation (init only)"], "train_distortion")[0]
-            if res.get("eigenvalue allocation (init only)")
-            else None
-        )
-        for g in (
-            "GCD-G",
-            "GCD-S",
-            "GCD-G exact angle, n steps",
-            "GCD-G (eig. init)",
-            "GCD-S (eig. init)",
-            "GCD-G exact angle, n steps (eig. init)",
-        ):
-            if res.get(g) and ref_tr:
-                v = _summary(res[g], "train_distortion")[0]
-                goals.append(
-                    f"- {cfg}: {g} train distortion {v:.5f} vs faiss OPQ {ref_tr:.5f}"
-                    f" -> {'MET' if v <= ref_tr else 'NOT MET'} ({v / ref_tr:.4f}x)"
-                )
-            if res.get(g) and eig is not None and cfg.startswith("gaussian"):
-                v = _summary(res[g], "train_distortion")[0]
-                goals.append(
-                    f"- {cfg}: {g} {v:.5f} vs eigenvalue allocation {eig:.5f} -> "
-                    f"{'MET' if v < eig else 'NOT MET'}"
-                )
+        md.append(_table(res) + "\n")
+        goals += _goals(cfg, res)
     md.append("\n## Goals\n\n" + "\n".join(goals) + "\n")
+    return "".join(md)
+
+
+def _write(args, conf, results, data_info, md) -> None:
+    tag = "quant_fixed_embeddings" + ("_quick" if args.quick else "") + args.tag
+    methods = conf["methods"]
     payload = dict(
         config=dict(
             quick=args.quick,
-            seeds=seeds,
-            iters=iters,
+            seeds=conf["seeds"],
+            iters=conf["iters"],
             threads=args.threads,
             datasets=data_info,
             methods={
@@ -456,10 +503,18 @@ def main(argv=None) -> int:
         device=_shared.device_info(),
         results=results,
     )
-    js, mdp = _shared.write_outputs(tag, payload, "".join(md))
-    _plot(results, configs, _shared.RESULTS / f"{tag}.png")
-    print("".join(md))
+    js, mdp = _shared.write_outputs(tag, payload, md)
+    _plot(results, list(results), _shared.RESULTS / f"{tag}.png")
+    print(md)
     print(f"wrote {js}, {mdp}, {_shared.RESULTS / (tag + '.png')}")
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    _shared.limit_threads(args.threads, environ=True)
+    conf = configure(args)
+    results, data_info = run(args, conf)
+    _write(args, conf, results, data_info, report(args, conf, results, data_info))
     return 0
 
 

@@ -44,25 +44,15 @@ def _median_time(fn, repeats, sync):
     return statistics.median(ts)
 
 
-def bench(n, device, repeats, steepest_max_n, m=1024):
+def _gcd_parts(R, G, repeats, steepest_max_n, sync) -> dict:
+    """One GCD step in parts: derivatives, each pair selection, the rotations."""
     import torch
 
-    from embedopt.linalg import (
-        apply_givens,
-        cayley,
-        givens_directional_derivatives,
-    )
+    from embedopt.linalg import apply_givens, givens_directional_derivatives
     from embedopt.optim import get_pair_selection
 
-    dev = torch.device(device)
-    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-    g = torch.Generator().manual_seed(n)
-    X = torch.randn(m, n, generator=g).to(dev)
-    Y = torch.randn(m, n, generator=g).to(dev)
-    R = torch.linalg.qr(torch.randn(n, n, generator=g))[0].to(dev)
+    n, dev = R.shape[0], R.device
     out = {}
-    out["gradient (shared)"] = _median_time(lambda: X.T @ (X @ R - Y), repeats, sync)
-    G = X.T @ (X @ R - Y)
     out["GCD: derivatives A"] = _median_time(
         lambda: givens_directional_derivatives(R, G), repeats, sync
     )
@@ -93,9 +83,17 @@ def bench(n, device, repeats, steepest_max_n, m=1024):
     out["dense rotation product (O(n^3), for reference)"] = _median_time(
         dense_product, repeats, sync
     )
-    C = X.T @ Y
-    out["OPQ: SVD Procrustes"] = _median_time(lambda: _svd_step(C), repeats, sync)
-    w = torch.zeros(n, n, device=dev, requires_grad=True)
+    return out
+
+
+def _baseline_parts(R, C, repeats, sync) -> dict:
+    """One OPQ (SVD Procrustes) step and one Cayley step."""
+    import torch
+
+    from embedopt.linalg import cayley
+
+    out = {"OPQ: SVD Procrustes": _median_time(lambda: _svd_step(C), repeats, sync)}
+    w = torch.zeros(R.shape[0], R.shape[0], device=R.device, requires_grad=True)
 
     def cayley_step():
         S = torch.triu(w, 1)
@@ -108,14 +106,28 @@ def bench(n, device, repeats, steepest_max_n, m=1024):
     out["Cayley: forward + backward + update"] = _median_time(
         cayley_step, repeats, sync
     )
+    return out
+
+
+def bench(n, device, repeats, steepest_max_n, m=1024):
+    """Median seconds of every part of one rotation update at dimension n."""
+    import torch
+
+    dev = torch.device(device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    g = torch.Generator().manual_seed(n)
+    X = torch.randn(m, n, generator=g).to(dev)
+    Y = torch.randn(m, n, generator=g).to(dev)
+    R = torch.linalg.qr(torch.randn(n, n, generator=g))[0].to(dev)
+    out = {}
+    out["gradient (shared)"] = _median_time(lambda: X.T @ (X @ R - Y), repeats, sync)
+    out.update(_gcd_parts(R, X.T @ (X @ R - Y), repeats, steepest_max_n, sync))
+    out.update(_baseline_parts(R, X.T @ Y, repeats, sync))
+    apply = out["GCD: apply n/2 rotations (O(n^2))"]
     for rule in ("random", "greedy", "steepest"):
         sel = out[f"GCD: select {rule}"]
         out[f"GCD-{rule[0].upper()} step total (excl. gradient)"] = (
-            None
-            if sel is None
-            else out["GCD: derivatives A"]
-            + sel
-            + out["GCD: apply n/2 rotations (O(n^2))"]
+            None if sel is None else out["GCD: derivatives A"] + sel + apply
         )
     return out
 
@@ -129,13 +141,8 @@ def _svd_step(C):
     return (U @ Vh).float()
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--repeats", type=int, default=None)
-    args = p.parse_args(argv)
-    _shared.limit_threads(args.threads, environ=True)
+def run(args) -> tuple[dict, tuple, int]:
+    """Results per device and n, the n's and the repeats."""
     import torch
 
     ns = (64, 128, 256) if args.quick else (64, 128, 256, 512, 1024)
@@ -147,7 +154,29 @@ def main(argv=None) -> int:
         for n in ns:
             results[dev][n] = bench(n, dev, repeats, steepest_max_n=256)
             print(dev, n, {k: v for k, v in results[dev][n].items()}, flush=True)
-    tag = "quant_rotation_cost" + ("_quick" if args.quick else "")
+    return results, ns, repeats
+
+
+def _device_rows(res, ns) -> list[list]:
+    """One device's rows: every operation, then the ratios to GCD-R / GCD-G."""
+    keys = list(next(iter(res.values())).keys())
+    rows = [
+        [k] + ["-" if res[n][k] is None else f"{res[n][k]:.2e}" for n in ns]
+        for k in keys
+    ]
+    # Ratios measured in the same run.
+    for base in ("OPQ: SVD Procrustes", "Cayley: forward + backward + update"):
+        for rule in ("R", "G"):
+            key = f"GCD-{rule} step total (excl. gradient)"
+            rows.append(
+                [f"ratio {base.split(':')[0]} / GCD-{rule}"]
+                + [f"{res[n][base] / res[n][key]:.1f}x" for n in ns]
+            )
+    return rows
+
+
+def report(args, results, ns, repeats) -> str:
+    """The Markdown report: one table per device."""
     md = [
         "# Cost of one rotation update (median seconds)\n\n",
         f"{args.threads} thread(s), median of {repeats} repeats (steepest: "
@@ -155,38 +184,14 @@ def main(argv=None) -> int:
         "GCD-S selection is an exact MILP on the CPU and is skipped above n = "
         "256 (8.5 s at n = 256 in the quick run).\n",
     ]
-    for dev in devices:
-        keys = list(next(iter(results[dev].values())).keys())
-        rows = []
-        for k in keys:
-            rows.append(
-                [k]
-                + [
-                    "-" if results[dev][n][k] is None else f"{results[dev][n][k]:.2e}"
-                    for n in ns
-                ]
-            )
-        # Ratios measured in the same run.
-        for base in ("OPQ: SVD Procrustes", "Cayley: forward + backward + update"):
-            for rule in ("R", "G"):
-                key = f"GCD-{rule} step total (excl. gradient)"
-                rows.append(
-                    [f"ratio {base.split(':')[0]} / GCD-{rule}"]
-                    + [
-                        f"{results[dev][n][base] / results[dev][n][key]:.1f}x"
-                        for n in ns
-                    ]
-                )
+    for dev, res in results.items():
         md.append(f"\n## {dev}\n\n")
         header = ["operation"] + [f"n={n}" for n in ns]
-        md.append(_shared.markdown_table(header, rows) + "\n")
-    payload = dict(
-        config=dict(ns=ns, repeats=repeats, threads=args.threads, quick=args.quick),
-        versions=_shared.versions("faiss", "nanopq"),
-        device=_shared.device_info(),
-        results=results,
-    )
-    js, mdp = _shared.write_outputs(tag, payload, "".join(md))
+        md.append(_shared.markdown_table(header, _device_rows(res, ns)) + "\n")
+    return "".join(md)
+
+
+def _plot(results, ns, path) -> None:
     plt = _shared.figure()
 
     fig, ax = plt.subplots(figsize=(7, 5))
@@ -205,8 +210,28 @@ def main(argv=None) -> int:
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(_shared.RESULTS / f"{tag}.png", dpi=90)
-    print("".join(md))
+    fig.savefig(path, dpi=90)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=None)
+    args = p.parse_args(argv)
+    _shared.limit_threads(args.threads, environ=True)
+    results, ns, repeats = run(args)
+    md = report(args, results, ns, repeats)
+    tag = "quant_rotation_cost" + ("_quick" if args.quick else "")
+    payload = dict(
+        config=dict(ns=ns, repeats=repeats, threads=args.threads, quick=args.quick),
+        versions=_shared.versions("faiss", "nanopq"),
+        device=_shared.device_info(),
+        results=results,
+    )
+    js, mdp = _shared.write_outputs(tag, payload, md)
+    _plot(results, ns, _shared.RESULTS / f"{tag}.png")
+    print(md)
     print(f"wrote {js}, {mdp}")
     return 0
 

@@ -7,6 +7,7 @@ from embedopt.quantization import (
     KMEANS_INITS,
     ROTATION_INITS,
     ROTATIONS,
+    SOLVERS,
     GivensLearner,
     ProcrustesLearner,
     ProductQuantizer,
@@ -15,6 +16,7 @@ from embedopt.quantization import (
     eigenvalue_allocation,
     fit_product_quantizer,
     get_rotation_learner,
+    get_solver,
     givens_descent,
     initial_rotation,
     kmeans_plusplus,
@@ -123,9 +125,10 @@ def test_uint16_codes_for_large_codebooks():
 def test_rotation_learning_beats_plain_pq_and_rotations_stay_orthogonal():
     X = _data(m=800)
     kw = dict(max_iter=8, random_state=0, device="cpu")
-    plain = rotated_pq(X, 4, 16, **kw)
-    o = opq(X, 4, 16, **kw)
-    gg = givens_descent(X, 4, 16, selection="greedy", **kw)
+    kw.update(n_subquantizers=4, n_centroids=16)
+    plain = rotated_pq(X, **kw)
+    o = opq(X, **kw)
+    gg = givens_descent(X, selection="greedy", **kw)
     assert o.history["objective"][-1] < plain.history["objective"][-1]
     assert gg.history["objective"][-1] < plain.history["objective"][-1]
     for res in (o, gg):
@@ -147,7 +150,13 @@ def test_drifted_rotation_is_reorthogonalized_by_the_solver():
     R0 = np.linalg.qr(rng.standard_normal((8, 8)))[0]
     R0 = (R0 * (1 + 1e-4 * rng.standard_normal((8, 8)))).astype(np.float32)
     res = givens_descent(
-        X, 4, 16, selection="greedy", rotation_init=R0, max_iter=2, random_state=0
+        X,
+        R0,
+        max_iter=2,
+        random_state=0,
+        n_subquantizers=4,
+        n_centroids=16,
+        selection="greedy",
     )
     assert np.all(res.history["orthogonality_error"] < 1e-6)
 
@@ -164,7 +173,12 @@ def test_eigenvalue_allocation_balances_products():
 def test_validation_distortion_is_recorded():
     X = _data(m=500)
     res = givens_descent(
-        X, 2, 8, max_iter=2, validation=_data(m=100, seed=1), random_state=0
+        X,
+        max_iter=2,
+        random_state=0,
+        n_subquantizers=2,
+        n_centroids=8,
+        validation=_data(m=100, seed=1),
     )
     assert res.history["val_distortion"].shape == (2,)
     assert np.isfinite(res.history["val_distortion"]).all()
@@ -253,7 +267,9 @@ def test_estimator_is_fit_product_quantizer(rotation):
     X = _data(m=300)
     kw = dict(max_iter=3, refine_iter=2, random_state=0, device="cpu")
     pq = ProductQuantizer(4, 16, rotation=rotation.replace("_", "-"), **kw).fit(X)
-    res = fit_product_quantizer(X, 4, 16, rotation=rotation, **kw)
+    res = fit_product_quantizer(
+        X, n_subquantizers=4, n_centroids=16, rotation=rotation, **kw
+    )
     np.testing.assert_array_equal(pq.rotation_, res.x.rotation.numpy())
     np.testing.assert_array_equal(pq.codebooks_, res.x.codebooks.numpy())
     assert pq.distortion_ == res.info["distortion"]
@@ -265,27 +281,27 @@ def test_estimator_is_fit_product_quantizer(rotation):
     ("call", "match"),
     [
         (
-            lambda X: givens_descent(X, 4, 16, learning_rate=-1.0),
+            lambda X: givens_descent(X, n_subquantizers=4, learning_rate=-1.0),
             "The 'learning_rate' parameter of givens_descent must be",
         ),
         (
-            lambda X: givens_descent(X, 4, 16, step_rule="newton"),
+            lambda X: givens_descent(X, n_subquantizers=4, step_rule="newton"),
             "The 'step_rule' parameter of givens_descent must be",
         ),
         (
-            lambda X: unconstrained_descent(X, 4, 16, penalty=-1.0),
+            lambda X: unconstrained_descent(X, n_subquantizers=4, penalty=-1.0),
             "The 'penalty' parameter of unconstrained_descent must be",
         ),
         (
-            lambda X: rotated_pq(X, 4, 16, init="kmeans"),
-            "The 'init' parameter of rotated_pq must be",
+            lambda X: rotated_pq(X, n_subquantizers=4, kmeans_init="kmeans"),
+            "The 'kmeans_init' parameter of rotated_pq must be",
         ),
         (
-            lambda X: fit_product_quantizer(X, 4, 16, rotation="svd"),
+            lambda X: fit_product_quantizer(X, n_subquantizers=4, rotation="svd"),
             "The 'rotation' parameter of fit_product_quantizer must be",
         ),
         (
-            lambda X: opq(X, 3, 16),
+            lambda X: opq(X, n_subquantizers=3, n_centroids=16),
             r"The 'n_subquantizers' parameter of opq must be an int that divides",
         ),
     ],
@@ -301,3 +317,55 @@ def test_data_whose_squared_distances_overflow_is_refused():
     X = (np.random.default_rng(0).standard_normal((200, 8)) * 1e30).astype("float32")
     with pytest.raises(DataValidationError, match="overflow float32"):
         ProductQuantizer(2, 16, random_state=0).fit(X)
+
+
+def test_fit_stores_the_solver_that_ran_and_its_final_objective():
+    X = _data(m=300)
+    pq = ProductQuantizer(4, 16, rotation="GCD-G", max_iter=2, random_state=0).fit(X)
+    assert pq.solver_ == "gcd_g"
+    assert pq.objective_ == pq.distortion_
+    assert pq.n_iter_ == len(pq.history_["objective"]) == 2
+    assert pq.stop_reason_
+    none = ProductQuantizer(4, 16, rotation="none", max_iter=1, random_state=0)
+    assert none.fit(X).solver_ == "none"
+
+
+def test_solvers_share_one_call_shape_and_registry():
+    X = _data(m=300)
+    kw = dict(max_iter=2, random_state=0, n_subquantizers=4, n_centroids=16)
+    for name in SOLVERS:
+        res = get_solver(name)(X, "random", **kw)
+        assert res.x.rotation.shape == (8, 8)
+        assert res.n_iter == 2
+    assert get_solver("givens-descent") is givens_descent
+    assert SOLVERS["opq"] is opq
+
+
+def test_scikit_learn_clone():
+    from sklearn.base import clone
+
+    pq = ProductQuantizer(max_iter=2, random_state=0, rotation_init=np.eye(16))
+    c = clone(pq)
+    assert c.get_params().keys() == pq.get_params().keys()
+    np.testing.assert_array_equal(c.rotation_init, pq.rotation_init)
+
+
+@pytest.mark.skipif(
+    not hasattr(ProductQuantizer(), "__sklearn_tags__"),
+    reason="_core.BaseEstimator has no __sklearn_tags__ yet (scikit-learn >= 1.6)",
+)
+def test_scikit_learn_cross_val_score_and_pipeline():
+    from sklearn.base import clone
+    from sklearn.model_selection import cross_val_score
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X = _data(m=1000, n=16)
+    pq = ProductQuantizer(max_iter=2, random_state=0)
+    # score is the negative distortion: one float, higher is better.
+    scores = cross_val_score(pq, X, cv=2)
+    assert scores.shape == (2,) and np.all(scores < 0)
+    pipe = Pipeline([("scale", StandardScaler()), ("pq", clone(pq))]).fit(X)
+    Xs = pipe[0].transform(X)
+    assert pipe.score(X) == pytest.approx(-pipe[-1].distortion(Xs))
+    np.testing.assert_array_equal(pipe.transform(X), pipe[-1].transform(Xs))

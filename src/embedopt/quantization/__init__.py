@@ -1,15 +1,20 @@
 """Product quantization with rotation learning by Givens coordinate descent.
 
-Kernels (k-means per subspace, ADC search), rotation steps (SVD Procrustes,
-Givens coordinate descent GCD-R/G/S, Cayley, unconstrained), alternating solvers
-for fixed embeddings, the :class:`ProductQuantizer` estimator, a differentiable
-PQ layer for end-to-end training, and faiss export.
+The distortion objective (``problem``), the paper's alternating solvers with
+Givens coordinate descent (``solvers``), the OPQ / Cayley / unconstrained
+comparison methods (``baselines``), the :class:`ProductQuantizer` estimator
+(``estimators``); k-means per subspace and ADC search (``codebooks``), the
+rotation steps (``rotation_learners``), a differentiable PQ layer for
+end-to-end training (``layers``, ``two_tower``) and faiss export
+(``faiss_io``).
 """
 
+from .baselines import cayley_descent, opq, unconstrained_descent
 from .codebooks import adc_search, adc_tables, assign, decode, kmeans_plusplus, lloyd
 from .estimators import ROTATIONS, ProductQuantizer
 from .faiss_io import to_faiss
 from .layers import CayleyRotation, ProductQuantizationLayer
+from .problem import RotatedPQ
 from .rotation_learners import (
     ROTATION_INITS,
     ROTATION_LEARNERS,
@@ -26,13 +31,11 @@ from .rotation_learners import (
 )
 from .solvers import (
     KMEANS_INITS,
-    RotatedPQ,
-    cayley_descent,
+    SOLVERS,
     fit_product_quantizer,
+    get_solver,
     givens_descent,
-    opq,
     rotated_pq,
-    unconstrained_descent,
 )
 from .two_tower import (
     LAYER_ROTATION_OPTIMIZERS,
@@ -49,6 +52,7 @@ __all__ = [
     "ROTATIONS",
     "ROTATION_INITS",
     "ROTATION_LEARNERS",
+    "SOLVERS",
     "TWO_TOWER_ROTATIONS",
     "CayleyLearner",
     "CayleyRotation",
@@ -70,6 +74,7 @@ __all__ = [
     "eigenvalue_allocation",
     "fit_product_quantizer",
     "get_rotation_learner",
+    "get_solver",
     "givens_descent",
     "initial_rotation",
     "kmeans_plusplus",

@@ -92,9 +92,9 @@ def check_n_subquantizers(owner: str, M, n: int, what: str | None = None) -> Non
 
 def _chunk_rows(m: int, M: int, K: int, budget: int = 1 << 18) -> int:
     # Rows per chunk so that the (M, chunk, K) distance block (~1 MB) stays in
-    # cache between the product and the min: measured 2-2.5x faster than
-    # 64 MB blocks on one core (the product has a tiny inner dimension n / M,
-    # so the kernel is bound by memory traffic, not flops).
+    # cache between the product and the min: the product has a tiny inner
+    # dimension n / M, so the kernel is bound by memory traffic, not flops
+    # (benchmarks/quantization/README.md has the timing against 64 MB blocks).
     return max(1, min(m, budget // max(1, M * K)))
 
 
@@ -352,9 +352,9 @@ def adc_search(
     Scores are accumulated from the lookup tables (:func:`adc_tables`) one
     subspace at a time, for blocks of ``query_batch`` queries and ``db_batch``
     codes, and merged into a running top-k, so memory is
-    ``O(query_batch * (db_batch + k))`` whatever the database size (the
-    default blocks, 64 x 8192, were ~2x faster on one core than 256 x 65536:
-    the accumulation is bound by memory traffic).
+    ``O(query_batch * (db_batch + k))`` whatever the database size (small
+    default blocks, because the accumulation is bound by memory traffic; the
+    timing is in ``benchmarks/quantization/README.md``).
 
     Parameters
     ----------

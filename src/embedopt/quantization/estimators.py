@@ -19,27 +19,38 @@ from .._core import (
     to_numpy,
 )
 from .codebooks import adc_search, decode, lloyd, split
+from .problem import as_vectors
 from .rotation_learners import ROTATIONS
-from .solvers import SOLVER_CONSTRAINTS, as_vectors, fit_product_quantizer
+from .solvers import SOLVER_CONSTRAINTS, fit_product_quantizer, rotation_name
 
 __all__ = ["ROTATIONS", "ProductQuantizer"]
 
-#: The parameters ProductQuantizer hands to fit_product_quantizer unchanged.
-_SOLVER_PARAMS = (
-    "n_subquantizers",
-    "n_centroids",
-    "rotation",
-    "n_rotation_steps",
-    "learning_rate",
-    "step_rule",
-    "refine_iter",
-    "rotation_init",
-    "max_iter",
-    "kmeans_iter",
-    "init_kmeans_iter",
-    "init",
-    "tol",
-)
+#: The estimator's names of the solver parameters it renames: the solvers'
+#: start ``init`` is the estimator's ``rotation_init``, and the estimator's
+#: ``init`` (the codebook seeding, as in scikit-learn's ``KMeans``) is the
+#: solvers' ``kmeans_init``.
+_RENAMED = {"init": "rotation_init", "kmeans_init": "init"}
+
+#: The parameters ProductQuantizer hands to fit_product_quantizer: solver
+#: name -> estimator name.
+_SOLVER_PARAMS = {
+    name: _RENAMED.get(name, name)
+    for name in (
+        "init",
+        "n_subquantizers",
+        "n_centroids",
+        "rotation",
+        "n_rotation_steps",
+        "learning_rate",
+        "step_rule",
+        "refine_iter",
+        "max_iter",
+        "kmeans_iter",
+        "init_kmeans_iter",
+        "kmeans_init",
+        "tol",
+    )
+}
 
 
 def _codes_dtype(K: int):
@@ -112,9 +123,14 @@ class ProductQuantizer(BaseEstimator):
     n_features_in_ : int
     distortion_ : float
         Mean squared reconstruction error of the training vectors.
+    objective_ : float
+        The final objective: ``distortion_``.
+    solver_ : str
+        The rotation method that ran, as :data:`ROTATIONS` names it
+        (``"gcd-g"`` -> ``"gcd_g"``).
     history_ : dict of numpy.ndarray
-        ``objective`` (training distortion), ``orthogonality_error``... per
-        outer iteration.
+        ``objective`` (training distortion before the final ``refine_iter``
+        Lloyd iterations), ``orthogonality_error``... per outer iteration.
     n_iter_ : int
     stop_reason_ : str
 
@@ -123,24 +139,16 @@ class ProductQuantizer(BaseEstimator):
     **Defaults.** GCD-G (``rotation="gcd-g"``) started from OPQ's eigenvalue
     allocation, turning each selected plane by its exact minimizing angle,
     stopped when an outer iteration changes the training distortion by less
-    than 0.1 % (``tol=1e-3``; 4-11 outer iterations on the sets below). The
-    paper's setting (``rotation_init="identity"``, ``step_rule="gradient"``)
-    is no better than plain PQ on GloVe-6B-50d (20k training vectors, M=10,
-    K=256: held-out distortion 3.16 vs 3.19 for plain PQ and 2.46 for faiss
-    OPQ): one global step size must respect the stiffest plane, so the
-    rotation hardly moves in 50 iterations. The eigenvalue allocation alone
-    gives most of the gain (2.39 after one iteration); exact GCD-G lowers it
-    by another 0.3-0.5 % (2.38 after 50), as much as the SVD Procrustes step
-    of OPQ, while the paper's step from the same start ends higher (2.387)
-    and more exact steps per iteration (10, 20, 50) gain < 0.1 %.
-
-    Against faiss OPQ with its defaults (``OPQMatrix(d, M)``, niter 50, +
-    ``IndexPQ``), one thread each, medians of 3 seeds
-    (``benchmarks/quantization/defaults.py``), held-out distortion and fit
-    time relative to faiss: GloVe M=10 0.975 / 0.10x, GloVe M=5 0.979 /
-    0.31x (the set the defaults were chosen on); 8x8 image patches M=8 0.81 /
-    0.77x, MovieLens-1M user factors M=8 0.75 / 0.19x, correlated Gaussian
-    128-d M=16 0.86 / 0.60x (not used to choose them). Set
+    than 0.1 % (``tol=1e-3``). The paper's setting
+    (``rotation_init="identity"``, ``step_rule="gradient"``) is no better
+    than plain PQ on GloVe-6B-50d: one global step size must respect the
+    stiffest plane, so the rotation hardly moves. The eigenvalue allocation
+    gives most of the gain, and exact GCD-G then lowers the distortion as
+    much as the SVD Procrustes step of OPQ (held-out 2.38 on GloVe-6B-50d,
+    M=10, against 3.16 with the paper's setting).
+    ``benchmarks/quantization/defaults.py`` compares the defaults with faiss
+    OPQ's on five sets; ``benchmarks/quantization/README.md`` has the
+    results and how the defaults were chosen. Set
     ``rotation_init="identity"`` with ``rotation="none"`` for plain PQ.
 
     Examples
@@ -156,7 +164,7 @@ class ProductQuantizer(BaseEstimator):
     """
 
     _parameter_constraints: ClassVar[dict] = {
-        **SOLVER_CONSTRAINTS,
+        **{_RENAMED.get(k, k): v for k, v in SOLVER_CONSTRAINTS.items()},
         # Codes are stored as uint8 or uint16.
         "n_centroids": [Interval(int, 1, 65536)],
         "metric": [Options(["l2", "ip"])],
@@ -210,20 +218,26 @@ class ProductQuantizer(BaseEstimator):
         ctx = self._start_fit()
         result = fit_product_quantizer(
             X,
-            **self._param_values(_SOLVER_PARAMS),
+            **{name: getattr(self, own) for name, own in _SOLVER_PARAMS.items()},
             validation=validation,
             **ctx.run_options(self),
             name=f"ProductQuantizer[{self.rotation}]",
         )
-        R, cb = result.x.rotation, result.x.codebooks
-        self.rotation_tensor_ = R
-        self.codebooks_tensor_ = cb
-        self.rotation_ = to_numpy(R)
-        self.codebooks_ = to_numpy(cb)
-        self.n_features_in_ = int(R.shape[0])
+        self._store_quantizer(result.x.rotation, result.x.codebooks)
         self.distortion_ = result.info["distortion"]
-        self._store_result(result)
+        self._store_result(
+            result, solver=rotation_name(self.rotation), objective=self.distortion_
+        )
         return self
+
+    def _store_quantizer(self, R: torch.Tensor, codebooks: torch.Tensor) -> None:
+        # The fitted rotation and codebooks, as tensors on the fitting device
+        # (for encode / search) and as NumPy arrays (for users).
+        self.rotation_tensor_ = R
+        self.codebooks_tensor_ = codebooks
+        self.rotation_ = to_numpy(R)
+        self.codebooks_ = to_numpy(codebooks)
+        self.n_features_in_ = int(R.shape[0])
 
     # -- encoding ----------------------------------------------------------------
     def _vectors(self, X, name="X") -> torch.Tensor:

@@ -5,7 +5,8 @@ the quantization distortion of eq. (1) is a function of R alone:
 
     f(R) = (1/m) ||X R - Y||^2 = const - 2 <R, C>,   C = X^T Y / m,
 
-for orthogonal R (``||X R|| = ||X||``). Every learner below takes one such
+for orthogonal R (``||X R|| = ||X||``; its value and derivatives are in
+:mod:`.problem`). Every learner below takes one such
 rotation step; they are chosen by name from :data:`ROTATION_LEARNERS`
 (look-up: :func:`get_rotation_learner`):
 
@@ -36,6 +37,13 @@ import torch
 from .._core import DataValidationError, Registry, as_array
 from ..linalg.rotations import apply_givens, apply_givens_sequence, cayley, procrustes
 from ..optim.givens import PairSelection, get_pair_selection
+from .problem import (
+    fixed_code_value,
+    givens_derivatives,
+    givens_step_bound,
+    moments,
+    unconstrained_gradient,
+)
 
 __all__ = [
     "ROTATIONS",
@@ -54,21 +62,6 @@ __all__ = [
 ]
 
 
-def _moments(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-    # C = X^T Y / m in float64: a sum over all rows that cancels.
-    return (X.double().T @ Y.double()) / X.shape[0]
-
-
-def _auto_lr(Z: torch.Tensor) -> float:
-    # Along the plane (i, j), f(R G_ij(t)) = c - 2 (a cos t + b sin t) with
-    # a = Z_ii + Z_jj, Z = R^T C, so its curvature at 0 is 2a. 1/L with
-    # L = 2 max(a) is a safe global step (our choice; the paper fixes
-    # lambda = 1e-4 for SIFT, whose scale gives about the same value).
-    d = torch.diagonal(Z)
-    top = torch.topk(d, min(2, d.numel())).values.sum()
-    return 1.0 / max(2.0 * float(top), 1e-30)
-
-
 class RotationLearner:
     """Base of the rotation steps (see the module docstring).
 
@@ -77,7 +70,7 @@ class RotationLearner:
     name : str
     orthogonal : bool
         Whether the learned matrix stays orthogonal (then the distortion can be
-        measured in the rotated space).
+        computed in the rotated space).
     settings : tuple of str
         Which settings of :func:`make_rotation_learner` the constructor takes.
     """
@@ -182,19 +175,18 @@ class GivensLearner(RotationLearner):
         self._lr = math.nan
 
     def step(self, X, Y, R):
-        C = _moments(X, Y)
+        C = moments(X, Y)
         R = R.double().clone()
         Z = R.T @ C  # kept up to date by rotating its rows (O(n^2) per step)
         for _ in range(self.n_steps):
-            # A = G^T R - R^T G with G = -2 C (Proposition 1).
-            A = 2.0 * (Z - Z.T)
+            A = givens_derivatives(Z)
             i, j = self.selection(A, self.generator)
             if self.step_rule == "exact":
                 theta = torch.atan2(Z[j, i] - Z[i, j], Z[i, i] + Z[j, j])
                 self._lr = math.nan
             else:
                 lr = (
-                    _auto_lr(Z)
+                    givens_step_bound(Z)
                     if self.learning_rate == "auto"
                     else float(self.learning_rate)
                 )
@@ -237,14 +229,14 @@ class CayleyLearner(RotationLearner):
         self._lr = math.nan
 
     def step(self, X, Y, R):
-        C = _moments(X, Y)
+        C = moments(X, Y)
         R0 = R.double()
         n = R0.shape[0]
         iu = torch.triu_indices(n, n, 1, device=R.device)
         w = torch.zeros(iu.shape[1], dtype=torch.float64, device=R.device)
         w.requires_grad_(True)
         lr = (
-            _auto_lr(R0.T @ C) / 4.0
+            givens_step_bound(R0.T @ C) / 4.0
             if self.learning_rate == "auto"
             else float(self.learning_rate)
         )
@@ -253,7 +245,7 @@ class CayleyLearner(RotationLearner):
             S = torch.zeros((n, n), dtype=torch.float64, device=R.device)
             S = S.index_put((iu[0], iu[1]), w)
             S = S - S.T
-            f = -2.0 * (R0 @ cayley(S) * C).sum()
+            f = fixed_code_value(R0 @ cayley(S), C)
             (g,) = torch.autograd.grad(f, w)
             with torch.no_grad():
                 w -= lr * g
@@ -300,11 +292,10 @@ class UnconstrainedLearner(RotationLearner):
 
     def step(self, X, Y, R):
         n = X.shape[1]
-        Cxy = _moments(X, Y)
-        Syy = _moments(Y, Y)
-        mu = self.penalty * float(torch.trace(_moments(X, X))) / n
+        Cxy = moments(X, Y)
+        Syy = moments(Y, Y)
+        mu = self.penalty * float(torch.trace(moments(X, X))) / n
         W = R.double().clone()
-        eye = torch.eye(n, dtype=torch.float64, device=R.device)
         if self.learning_rate == "auto":
             lam = float(torch.linalg.eigvalsh(Syy)[-1])
             lr = 1.0 / max(2.0 * lam + 8.0 * mu, 1e-30)
@@ -312,9 +303,7 @@ class UnconstrainedLearner(RotationLearner):
             lr = float(self.learning_rate)
         self._lr = lr
         for _ in range(self.n_steps):
-            # d/dW of -2<Cxy, W> + tr(W Syy W^T) + mu ||W^T W - I||^2.
-            grad = -2.0 * Cxy + 2.0 * W @ Syy + 4.0 * mu * W @ (W.T @ W - eye)
-            W = W - lr * grad
+            W = W - lr * unconstrained_gradient(W, Cxy, Syy, mu)
         return W.to(X.dtype)
 
     def info(self):

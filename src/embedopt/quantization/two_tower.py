@@ -52,8 +52,8 @@ from ..optim import (
     minibatch_train,
     random_batches,
 )
+from .baselines import opq
 from .layers import ProductQuantizationLayer
-from .solvers import opq
 
 __all__ = [
     "LAYER_ROTATION_OPTIMIZERS",
@@ -623,8 +623,8 @@ def _warm_phases(net, users, items, g_warm, g_opq, settings, train_kw) -> dict:
         warnings.simplefilter("ignore", ConvergenceWarning)
         ws = opq(
             emb,
-            settings["n_subquantizers"],
-            settings["n_centroids"],
+            n_subquantizers=settings["n_subquantizers"],
+            n_centroids=settings["n_centroids"],
             max_iter=settings["warm_start_iter"],
             tol=0.0,
             random_state=int(torch.randint(2**62, (1,), generator=g_opq)),
