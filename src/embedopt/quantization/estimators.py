@@ -163,6 +163,9 @@ class ProductQuantizer(BaseEstimator):
     >>> dist, ids = pq.search(X[:3], codes, k=5)
     """
 
+    # fit takes a samples x features matrix (scikit-learn's two_d_array tag)
+    _sklearn_2d_input: ClassVar[bool] = True
+
     _parameter_constraints: ClassVar[dict] = {
         **{_RENAMED.get(k, k): v for k, v in SOLVER_CONSTRAINTS.items()},
         # Codes are stored as uint8 or uint16.

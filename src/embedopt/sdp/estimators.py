@@ -297,6 +297,9 @@ class KernelLearning(BaseEstimator):
     (20,)
     """
 
+    # fit takes a samples x features matrix (scikit-learn's two_d_array tag)
+    _sklearn_2d_input: ClassVar[bool] = True
+
     _parameter_constraints: ClassVar[dict] = {
         "n_components": [Interval(int, 1, None)],
         "lam": [Interval(float, 0, None), Options(["auto"])],
@@ -589,6 +592,9 @@ class ColoredMVU(BaseEstimator):
     >>> ColoredMVU(n_components=2, random_state=0).fit_transform(X, y).shape
     (20, 2)
     """
+
+    # fit takes a samples x features matrix (scikit-learn's two_d_array tag)
+    _sklearn_2d_input: ClassVar[bool] = True
 
     _parameter_constraints: ClassVar[dict] = {
         "n_components": [Interval(int, 1, None)],
