@@ -277,7 +277,7 @@ CASES.append(
         + [{"rotation_init": r} for r in ("identity", "random", "eigenvalue")]
         + [
             {"rotation_init": np.eye(8)},
-            {"init": "random"},
+            {"kmeans_init": "random"},
             {"step_rule": "gradient"},
             {"learning_rate": 0.01},
             {"metric": "ip"},
@@ -308,7 +308,7 @@ CASES.append(
                     "max_iter": (2, "max_iter"),
                     "kmeans_iter": (3, "kmeans_iter"),
                     "init_kmeans_iter": (5, "init_kmeans_iter"),
-                    "init": ("random", "kmeans_init"),
+                    "kmeans_init": ("random", "kmeans_init"),
                     "tol": (1e-4, "tol"),
                     "rotation_init": ("random", "init"),
                     "verbose": (0, "verbose"),

@@ -26,10 +26,9 @@ from .solvers import SOLVER_CONSTRAINTS, fit_product_quantizer, rotation_name
 __all__ = ["ROTATIONS", "ProductQuantizer"]
 
 #: The estimator's names of the solver parameters it renames: the solvers'
-#: start ``init`` is the estimator's ``rotation_init``, and the estimator's
-#: ``init`` (the codebook seeding, as in scikit-learn's ``KMeans``) is the
-#: solvers' ``kmeans_init``.
-_RENAMED = {"init": "rotation_init", "kmeans_init": "init"}
+#: start ``init`` is the estimator's ``rotation_init`` (an estimator's
+#: ``init`` would be the start of its whole fit, docs/vocabulary.md).
+_RENAMED = {"init": "rotation_init"}
 
 #: The parameters ProductQuantizer hands to fit_product_quantizer: solver
 #: name -> estimator name.
@@ -102,15 +101,16 @@ class ProductQuantizer(BaseEstimator):
         Lloyd iterations of the initial codebooks.
     refine_iter : int
         Lloyd iterations with R fixed after the last outer iteration.
-    init : {"k-means++", "random"}
-        Codebook seeding.
+    kmeans_init : {"k-means++", "random"}
+        Codebook seeding (scikit-learn's ``KMeans(init=...)``).
     metric : {"l2", "ip"}
         Default metric of :meth:`search`.
     tol : float
         Relative change of the training distortion between two outer
         iterations that stops the loop (0: run ``max_iter``).
-    batch_size : int
-        Queries per block in :meth:`search` (database blocks are 8192 codes).
+    chunk_size : int
+        Queries per block in :meth:`search` (database blocks are 8192 codes):
+        bounds its memory, never changes its result.
     {run_parameters}
 
     Attributes
@@ -171,7 +171,7 @@ class ProductQuantizer(BaseEstimator):
         # Codes are stored as uint8 or uint16.
         "n_centroids": [Interval(int, 1, 65536)],
         "metric": [Options(["l2", "ip"])],
-        "batch_size": [Interval(int, 1, None)],
+        "chunk_size": [Interval(int, 1, None)],
     }
 
     def __init__(
@@ -188,10 +188,10 @@ class ProductQuantizer(BaseEstimator):
         kmeans_iter=4,
         init_kmeans_iter=20,
         refine_iter=10,
-        init="k-means++",
+        kmeans_init="k-means++",
         metric="l2",
         tol=1e-3,
-        batch_size=64,
+        chunk_size=64,
         random_state=None,
         device="auto",
         dtype="float32",
@@ -357,7 +357,7 @@ class ProductQuantizer(BaseEstimator):
         Queries are rotated (``q R``) but not quantized; scores use the
         reconstructions of the database: ``||q - T(x)||^2`` (L2) or
         ``<q, T(x)>`` (inner product), accumulated from lookup tables in blocks
-        so that millions of codes need only ``O(batch_size * 8192)`` memory.
+        so that millions of codes need only ``O(chunk_size * 8192)`` memory.
         With ``rotation="unconstrained"`` (R not orthogonal) the L2 scores are
         ``||q R - phi(x R)||^2``, which only approximate ``||q - T(x)||^2``.
 
@@ -393,6 +393,6 @@ class ProductQuantizer(BaseEstimator):
             self.codebooks_tensor_,
             int(k),
             metric=metric,
-            query_batch=self.batch_size,
+            query_batch=self.chunk_size,
         )
         return to_numpy(s), to_numpy(i)
