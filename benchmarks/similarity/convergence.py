@@ -1,7 +1,7 @@
 """Convergence of the all-pairs solvers: objective and test P@10 against time.
 
 One MovieLens implicit-feedback problem (per-user 80/20 split), one tower
-pair (``--towers``: embedding tables or hybrid towers with side features),
+pair (``--towers``: embedding tables or concat towers (nn.ConcatTower) with side features),
 the objective of ``TwoTowerModel``'s defaults (square loss, imputation 0 on
 the unobserved pairs, omega = 0.2, lam = 10), the same starting point for
 every method, and a wall-clock budget per method. Methods: Gauss-Newton-CG
@@ -20,7 +20,7 @@ Gauss-Newton reaches Adam's best objective at least 3x sooner).
 Usage::
 
     python benchmarks/similarity/convergence.py --quick           # ML-100K, 20 s
-    python benchmarks/similarity/convergence.py --towers hybrid   # ML-1M, 300 s
+    python benchmarks/similarity/convergence.py --towers concat   # ML-1M, 300 s
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _objective(train, users, items, towers, seed):
     import torch
 
     from embedopt.data import as_side_features
-    from embedopt.nn import EmbeddingTower, HybridTower
+    from embedopt.nn import ConcatTower, EmbeddingTower
     from embedopt.similarity import AllPairsObjective, TwoTowerModel
 
     d = TwoTowerModel().get_params()
@@ -58,8 +58,8 @@ def _objective(train, users, items, towers, seed):
         uf = as_side_features(users, m, "user")
         vf = as_side_features(items, n, "item")
         h = d["hidden"]
-        ut = HybridTower(m, k, uf, hidden=h, id_std=0.1, normalize=False, generator=g)
-        it = HybridTower(n, k, vf, hidden=h, id_std=0.1, normalize=False, generator=g)
+        ut = ConcatTower(m, k, uf, hidden=h, id_std=0.1, normalize=False, generator=g)
+        it = ConcatTower(n, k, vf, hidden=h, id_std=0.1, normalize=False, generator=g)
     return AllPairsObjective(ut, it, train, omega=d["omega"], lam=d["lam"])
 
 
@@ -115,7 +115,7 @@ def _time_to(rec, target):
 def main() -> int:
     p = _shared.parser(__doc__.splitlines()[0])
     p.add_argument("--data", default=None, help="100k or 1m (default: 100k quick, 1m)")
-    p.add_argument("--towers", default="embedding", choices=["embedding", "hybrid"])
+    p.add_argument("--towers", default="embedding", choices=["embedding", "concat"])
     p.add_argument("--budget", type=float, default=None, help="seconds per method")
     args = p.parse_args()
     _shared.setup(args)

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from embedopt.data import as_side_features
-from embedopt.nn import EmbeddingTower, HybridTower, MLPTower
+from embedopt.nn import EmbeddingTower, ConcatTower, MLPTower
 from embedopt.similarity import AllPairsObjective
 
 M, N, K = 7, 5, 3
@@ -23,10 +23,10 @@ def towers(kind="mlp", dtype=torch.float64, seed=0, k=K):
     fu = as_side_features({"a": [0, 1, 2, 0, 1, 2, 0]}, M, "user")
     # Off zero: a zero input with zero biases sits on the ReLU kink.
     fv = as_side_features({"d": np.linspace(-1, 1, N)[:, None] + 0.1}, N, "item")
-    if kind == "hybrid":
+    if kind == "concat":
         return (
-            HybridTower(M, k, fu, hidden=4, normalize=True, generator=g, dtype=dtype),
-            HybridTower(N, k, fv, hidden=4, normalize=True, generator=g, dtype=dtype),
+            ConcatTower(M, k, fu, hidden=4, normalize=True, generator=g, dtype=dtype),
+            ConcatTower(N, k, fv, hidden=4, normalize=True, generator=g, dtype=dtype),
         )
     return (
         MLPTower(fu, k, hidden=4, normalize=False, generator=g, dtype=dtype),

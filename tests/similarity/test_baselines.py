@@ -27,7 +27,8 @@ from embedopt.similarity import (
     sampled_pairs_loss,
     stochastic,
 )
-from embedopt.similarity.baselines import _ALS, _PermutationStream
+from embedopt.similarity.baselines import _PermutationStream
+from embedopt.similarity.solvers import _ALS
 from tests.conftest import requires_cuda
 
 from ._common import K, M, N, make, naive_value, problem, towers
@@ -36,7 +37,7 @@ ALL_PAIRS = np.array(list(itertools.product(range(M), range(N))))
 
 ESTIMATE_CONFIGS = list(
     itertools.product(
-        ["mlp", "table", "hybrid"],
+        ["mlp", "table", "concat"],
         ["square", "logistic"],
         ["unobserved", "all"],
         ["factors", 0.3],

@@ -18,7 +18,7 @@ from ._common import K, M, N, embed, make, naive_value, towers
 
 CONFIGS = list(
     itertools.product(
-        ["mlp", "table", "hybrid"],
+        ["mlp", "table", "concat"],
         ["square", "logistic"],
         ["unobserved", "all"],
         ["factors", 0.3],
@@ -98,7 +98,7 @@ def test_chunked_passes_equal_one_pass(kind):
 
 @pytest.mark.parametrize("imputed", ["unobserved", "all"])
 def test_gauss_newton_matrix_is_symmetric_psd(imputed):
-    obj, _, _ = make("hybrid", "logistic", imputed, lam=0.0)
+    obj, _, _ = make("concat", "logistic", imputed, lam=0.0)
     x = obj.initial_point()
     n = flatten(x).numel()
     cols = [

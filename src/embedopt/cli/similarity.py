@@ -116,8 +116,8 @@ def run(args) -> int:
     total, caught = fit_recording(
         model.fit,
         train,
-        users if feats else None,
-        items if feats else None,
+        user_features=users if feats else None,
+        item_features=items if feats else None,
         validation=test,
     )
     print(f"\n{model.solver_} convergence (P@{args.k} on the test pairs):")

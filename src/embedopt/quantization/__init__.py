@@ -36,7 +36,6 @@ from .solvers import (
 )
 from .two_tower import (
     LAYER_ROTATION_OPTIMIZERS,
-    TWO_TOWER_ROTATIONS,
     TwoTowerNet,
     train_towers,
     train_two_tower_index,
@@ -49,7 +48,6 @@ __all__ = [
     "ROTATIONS",
     "ROTATION_INITS",
     "ROTATION_LEARNERS",
-    "TWO_TOWER_ROTATIONS",
     "CayleyLearner",
     "CayleyRotation",
     "GivensLearner",

@@ -48,7 +48,8 @@ from torch.func import functional_call, jvp, vjp
 
 from .._core import DataValidationError, InvalidParameterError, Options, check_param
 from ..data import as_interactions
-from ..linalg import SparsePattern
+from ..linalg import SparsePattern, hutchinson_diagonal
+from ..linalg.points import as_tuple, pack
 from ..nn import EmbeddingTower
 from .losses import get_loss
 
@@ -637,3 +638,23 @@ def _inputs(inputs, n: int, name: str, device) -> torch.Tensor:
             f"{name} must have one row per entity ({n}); got shape {tuple(t.shape)}."
         )
     return t
+
+
+def _gn_diagonal(objective, x, n_probes: int, generator, floor: float = 1e-8):
+    """Hutchinson estimate of ``diag(G(x))``, clipped to a positive floor."""
+    est = hutchinson_diagonal(
+        lambda v: objective.gnvp(x, v), x, n_probes=n_probes, generator=generator
+    )
+    parts = as_tuple(est)
+    scale = sum(float(a.abs().sum()) for a in parts) / max(
+        sum(a.numel() for a in parts), 1
+    )
+    # Estimates of small diagonal entries can come out <= 0; a floor relative
+    # to the mean keeps the scaling positive definite.
+    low = max(floor * scale, 1e-300)
+    return pack(est, [a.clamp_min(low) for a in parts])
+
+
+def _mean(point) -> float:
+    parts = as_tuple(point)
+    return sum(float(a.sum()) for a in parts) / max(sum(a.numel() for a in parts), 1)
