@@ -1,7 +1,7 @@
 """Convergence of the all-pairs solvers: objective and test P@10 against time.
 
 One MovieLens implicit-feedback problem (per-user 80/20 split), one tower
-pair (``--towers``: embedding tables or concat towers (nn.ConcatTower) with side features),
+pair (``--towers``: embedding tables, or nn.ConcatTower with side features),
 the objective of ``TwoTowerModel``'s defaults (square loss, imputation 0 on
 the unobserved pairs, omega = 0.2, lam = 10), the same starting point for
 every method, and a wall-clock budget per method. Methods: Gauss-Newton-CG

@@ -12,8 +12,8 @@ from embedopt import InvalidParameterError
 from embedopt.data import as_side_features
 from embedopt.nn import (
     RETRIEVAL_LOSSES,
-    EmbeddingTower,
     ConcatTower,
+    EmbeddingTower,
     MLPTower,
     SideFeatureEncoder,
     cosine_scores,

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from embedopt.data import as_side_features
-from embedopt.nn import EmbeddingTower, ConcatTower, MLPTower
+from embedopt.nn import ConcatTower, EmbeddingTower, MLPTower
 from embedopt.similarity import AllPairsObjective
 
 M, N, K = 7, 5, 3
