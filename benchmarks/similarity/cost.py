@@ -75,9 +75,10 @@ SIZES = {  # m + n
 }
 NAIVE_MAX = {"quick": 10_000, "full": 30_000}
 FIT_MIN = {"quick": 3_000, "full": 10_000}
-# Dense m x n float32 arrays the naive computation holds at its peak (Y, W,
-# Yhat and autograd's saved intermediates), for the memory guard.
-NAIVE_ARRAYS = 8
+# Dense m x n float32 arrays the naive computation holds at its peak (Y, the
+# observed mask, W, Ytilde, Yhat, the terms and autograd's saved
+# intermediates), for the memory guard.
+NAIVE_ARRAYS = 12
 ORACLES = ("value", "value_and_grad", "gnvp")
 VALUE_RTOL = 1e-5  # ours vs naive, float32 towers
 TOWERS = ("embedding", "mlp")
@@ -287,18 +288,13 @@ def time_fast(obj, args) -> dict:
 
 class Naive:
     """The dense O(mn) value, gradient and Gauss-Newton product of ``obj``'s
-    objective (square loss, imputation 0 on the unobserved pairs, uniform
-    weights): ``W = 1`` on O, ``omega`` elsewhere."""
+    objective, from the library's reference
+    (:func:`embedopt.similarity.dense_objective`): the gradient by autograd,
+    the product ``J^T H J v`` with H the curvature of the data term in the
+    predictions."""
 
-    def __init__(self, obj, rows, cols):
-        import torch
-
-        m, n = obj.shape
+    def __init__(self, obj):
         self.obj = obj
-        self.Y = torch.zeros(m, n)
-        self.Y[torch.as_tensor(rows), torch.as_tensor(cols)] = 1.0
-        # Implicit feedback: Y is the indicator of O, so W = omega + (1 - omega) Y.
-        self.W = obj.omega + (1.0 - obj.omega) * self.Y
 
     def _yhat(self, *params):
         from torch.func import functional_call
@@ -310,42 +306,40 @@ class Naive:
         )
         return P @ Q.T
 
-    def _reg(self, params) -> float:
-        return 0.5 * self.obj.lam * float(sum((p.double() ** 2).sum() for p in params))
-
     def value(self, x) -> float:
         import torch
 
-        # In place: one m x n array. (A float64 sum would convert a copy.)
+        from embedopt.similarity import dense_objective
+
         with torch.no_grad():
-            E = self._yhat(*x)
-            E -= self.Y
-            return 0.5 * float(E.square_().mul_(self.W).sum()) + self._reg(x)
+            return float(dense_objective(self.obj, x))
 
     def value_and_grad(self, x):
         import torch
 
+        from embedopt.similarity import dense_objective
+
         xs = tuple(t.detach().requires_grad_(True) for t in x)
-        E = self._yhat(*xs) - self.Y
-        f = 0.5 * E.square().mul_(self.W).sum()
-        grad = torch.autograd.grad(f, xs)
-        lam = self.obj.lam
-        return float(f.detach()) + self._reg(x), tuple(
-            g + lam * p for g, p in zip(grad, x, strict=True)
-        )
+        f = dense_objective(self.obj, xs)
+        return float(f.detach()), torch.autograd.grad(f, xs)
 
     def linearize(self, x):
-        """The reverse-mode pullback of ``theta -> Yhat`` at ``x`` (once per point)."""
+        """The predictions and the reverse-mode pullback of ``theta -> Yhat``
+        at ``x`` (once per point)."""
         from torch.func import vjp
 
         self.x = tuple(x)
-        _, self.pull = vjp(self._yhat, *x)
+        self.Yhat, self.pull = vjp(self._yhat, *x)
 
     def gnvp(self, v):
-        from torch.func import jvp
+        from torch.func import grad, jvp
+
+        from embedopt.similarity import dense_objective
 
         _, dY = jvp(self._yhat, self.x, tuple(v))
-        out = self.pull(dY.mul_(self.W))
+        data = grad(lambda Y: dense_objective(self.obj, self.x, yhat=Y))
+        _, HdY = jvp(data, (self.Yhat,), (dY,))
+        out = self.pull(HdY)
         return tuple(g + self.obj.lam * d for g, d in zip(out, v, strict=True))
 
 
@@ -362,13 +356,13 @@ def _rel(a, b) -> float:
     return abs(a - b) / abs(b)
 
 
-def time_naive(obj, rows, cols, args) -> dict:
+def time_naive(obj, args) -> dict:
     x0 = obj.initial_point()
     v = _direction(x0, args.seed)
     out = {}
     with _Phase() as mem:
         f_ref, g_ref, h_ref = _naive_oracles(
-            Naive(obj, rows, cols), x0, v, args.naive_repeats, out
+            Naive(obj), x0, v, args.naive_repeats, out
         )
     f, g = obj.value_and_grad(x0)
     h = obj.gnvp(x0, v)
@@ -435,7 +429,7 @@ def run_towers(kind: str, args) -> list[dict]:
         if m + n <= args.naive_max:
             fits, need = naive_fits(m, n)
             if fits:
-                rec["naive"] = time_naive(obj, rows, cols, args)
+                rec["naive"] = time_naive(obj, args)
             else:
                 rec["naive_skipped"] = f"needs ~{need:.1f} GiB"
         del obj, rows, cols

@@ -11,7 +11,7 @@ from .baselines import (
 from .distributed import DistributedAllPairsObjective, run_distributed, shard_bounds
 from .estimators import TwoTowerModel
 from .losses import LOSSES, AutogradLoss, LogisticLoss, SquareLoss, get_loss
-from .problem import AllPairsObjective, popularity_weights
+from .problem import AllPairsObjective, dense_objective, popularity_weights
 from .solvers import ALS_CONSTRAINTS, SOLVERS, als, gauss_newton, get_solver
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "TwoTowerModel",
     "als",
     "block_loss",
+    "dense_objective",
     "gauss_newton",
     "get_loss",
     "get_solver",

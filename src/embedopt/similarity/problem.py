@@ -33,7 +33,7 @@ all-pairs term is a difference of nearly equal Gramian inner products when
 Yhat is close to Ytilde). The towers and the products over the observed
 pairs (sampled dot products, sparse-dense products, sums of |O_i| terms
 that do not cancel) run in the towers' dtype: in float64 they cost 3 to 9
-times more on a CPU (measured on MovieLens-100K, k = 32).
+times more on a CPU (MovieLens-100K, k = 32).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from ..linalg.points import as_tuple, pack
 from ..nn import EmbeddingTower
 from .losses import get_loss
 
-__all__ = ["AllPairsObjective", "popularity_weights"]
+__all__ = ["AllPairsObjective", "dense_objective", "popularity_weights"]
 
 _F64 = torch.float64
 
@@ -658,3 +658,57 @@ def _gn_diagonal(objective, x, n_probes: int, generator, floor: float = 1e-8):
 def _mean(point) -> float:
     parts = as_tuple(point)
     return sum(float(a.sum()) for a in parts) / max(sum(a.numel() for a in parts), 1)
+
+
+def dense_objective(objective: AllPairsObjective, x, *, yhat=None) -> torch.Tensor:
+    """The objective at ``x`` from dense m x n matrices: the naive O(mn) reference.
+
+    Sums the term of every one of the m n pairs -- the loss on an observed
+    pair, ``(omega / 2) a_i b_j (Ytilde_ij - Yhat_ij)^2`` on an unobserved
+    one (on every pair with ``imputed="all"``) -- plus ``lam / 2
+    ||theta||^2``, with every m x n matrix formed (predictions, labels,
+    weights, imputed labels). It is what the O(m + n) formulas of
+    :class:`AllPairsObjective` avoid: use it only to check them on small
+    problems (the tests) and to time them against it
+    (``benchmarks/similarity/cost.py``).
+
+    Parameters
+    ----------
+    objective : AllPairsObjective
+        Its towers, data, loss, weights, imputation and ``lam``.
+    x : tuple of torch.Tensor
+        The point (see :meth:`AllPairsObjective.initial_point`).
+    yhat : torch.Tensor, shape (m, n), optional
+        Predictions to score instead of ``P Q^T`` at ``x`` (the regularizer
+        is still that of ``x``): differentiating in ``yhat`` gives the
+        curvature of the data term that a Gauss-Newton product needs.
+
+    Returns
+    -------
+    torch.Tensor
+        A 0-dim tensor in the embeddings' dtype, differentiable in ``x`` and
+        ``yhat``.
+    """
+    if yhat is None:
+        xu, xv = objective.split(tuple(x))
+        P, Q = (
+            functional_call(s.tower, dict(zip(s.names, xs, strict=True)), (s.inputs,))
+            for s, xs in zip(objective.sides, (xu, xv), strict=True)
+        )
+        yhat = P @ Q.T
+    dt = yhat.dtype
+    rows = objective.pattern.row_indices()
+    cols = objective.pattern.col_indices()
+    Y = torch.zeros_like(yhat)
+    Y[rows, cols] = objective.labels.to(dt)
+    observed = torch.zeros(yhat.shape, dtype=torch.bool, device=yhat.device)
+    observed[rows, cols] = True
+    su, sv = objective.sides
+    W = torch.outer(su.weights, sv.weights).to(dt)
+    imputed = 0.5 * objective.omega * W * ((su.tilde @ sv.tilde.T).to(dt) - yhat) ** 2
+    loss = objective.loss.value(Y, yhat)
+    if objective.imputed == "unobserved":
+        total = torch.where(observed, loss, imputed).sum()
+    else:
+        total = (loss * observed).sum() + imputed.sum()
+    return total + 0.5 * objective.lam * sum((p**2).sum() for p in x)

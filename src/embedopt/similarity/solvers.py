@@ -394,10 +394,9 @@ def als(
         dtype: ``O(cg_steps (|O| k + (m + n) k^2))`` per iteration instead
         of ``O(|O| k^2 + (m + n) k^3)``. Each half-step still never
         increases L (CG from the current point decreases the row's
-        quadratic). On MovieLens-1M (k = 32, float32, one thread) 3 steps
-        take 0.08 s per iteration against 0.65 s exact; their P@10 trails
-        the exact iterations' in the first few (0.349 against 0.355 after
-        3) and is within 0.002 of it from the 6th on.
+        quadratic). On MovieLens-1M 3 steps cost an eighth of an exact
+        iteration and reach its P@10 from the 6th iteration on
+        (``benchmarks/similarity/README.md``, "ALS with CG half-steps").
     stop_on : {"grad_norm", "objective"}
         ``"grad_norm"``: stop when ``||grad L(x)|| <= tol ||grad L(x0)||``
         (as the Gauss-Newton and gradient solvers). ``"objective"``: stop
