@@ -105,14 +105,7 @@ def _run(solver, options, objective, x0, budget, train, test):
     }
 
 
-def _time_to(rec, target):
-    for t, f in zip(rec["time"], rec["objective"], strict=True):
-        if f <= target:
-            return t
-    return float("nan")
-
-
-def main() -> int:
+def _configure():
     p = _shared.parser(__doc__.splitlines()[0])
     p.add_argument("--data", default=None, help="100k or 1m (default: 100k quick, 1m)")
     p.add_argument("--towers", default="embedding", choices=["embedding", "concat"])
@@ -121,6 +114,10 @@ def main() -> int:
     _shared.setup(args)
     name = args.data or ("100k" if args.quick else "1m")
     budget = args.budget or (20.0 if args.quick else 300.0)
+    return args, name, budget
+
+
+def _run_all(args, name, budget) -> dict:
     train, test, users, items = movielens(name, args.seed)
     objective = _objective(train, users, items, args.towers, args.seed)
     x0 = objective.initial_point()
@@ -134,6 +131,10 @@ def main() -> int:
             f"{min(runs[label]['objective']):.6g}",
             flush=True,
         )
+    return runs
+
+
+def _report(runs, args, name, budget) -> None:
     stochastic = [k for k in runs if "Adam" in k]
     target = min(min(runs[k]["objective"]) for k in stochastic) if stochastic else None
     headers = [
@@ -145,13 +146,18 @@ def main() -> int:
     ]
     rows = []
     for label, r in runs.items():
+        reached = (
+            _shared.time_to(r["time"], r["objective"], target)
+            if target is not None
+            else None
+        )
         rows.append(
             [
                 label,
                 r["n_iter"],
                 f"{min(r['objective']):.6g}",
                 f"{r[f'P@{K}'][-1]:.4f}" if r[f"P@{K}"] else "",
-                f"{_time_to(r, target):.2f}" if target is not None else "",
+                f"{reached:.2f}" if target is not None else "",
             ]
         )
     md = (
@@ -165,16 +171,25 @@ def main() -> int:
     )
     _shared.write(stem, args.out, vars(args), runs, md)
     if not args.no_plots:
-        plt = _shared.figure()
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-        for label, r in runs.items():
-            axes[0].plot(r["time"], r["objective"], label=label)
-            axes[1].plot(r["time"], r[f"P@{K}"], label=label)
-        axes[0].set(xlabel="time (s)", ylabel="objective", yscale="log")
-        axes[1].set(xlabel="time (s)", ylabel=f"test P@{K}")
-        axes[0].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(Path(args.out) / f"{stem}.png")
+        _plot(runs, Path(args.out) / f"{stem}.png")
+
+
+def _plot(runs, path) -> None:
+    plt = _shared.figure()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for label, r in runs.items():
+        axes[0].plot(r["time"], r["objective"], label=label)
+        axes[1].plot(r["time"], r[f"P@{K}"], label=label)
+    axes[0].set(xlabel="time (s)", ylabel="objective", yscale="log")
+    axes[1].set(xlabel="time (s)", ylabel=f"test P@{K}")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def main() -> int:
+    args, name, budget = _configure()
+    _report(_run_all(args, name, budget), args, name, budget)
     return 0
 
 

@@ -361,9 +361,7 @@ def time_naive(obj, args) -> dict:
     v = _direction(x0, args.seed)
     out = {}
     with _Phase() as mem:
-        f_ref, g_ref, h_ref = _naive_oracles(
-            Naive(obj), x0, v, args.naive_repeats, out
-        )
+        f_ref, g_ref, h_ref = _naive_oracles(Naive(obj), x0, v, args.naive_repeats, out)
     f, g = obj.value_and_grad(x0)
     h = obj.gnvp(x0, v)
     out.update(
