@@ -507,19 +507,77 @@ def _print_run(rec) -> None:
 
 
 def _tables(runs, args):
-    headers = [
-        "towers",
-        "m + n",
-        "|O|",
-        "computation",
-        "value s",
-        "gradient s",
-        "GN product s",
-        "gradient / GN µs per entity",
-        "gradient / GN CPU s",
-        "system share of CPU (grad / GN; >= 0.05 s)",
-        "peak / extra GB",
+    """The Markdown report (cost per oracle, naive / ours, scaling) and the fits."""
+    rows = _cost_rows(runs)
+    compare = _compare_rows(runs)
+    fits, fit_rows = _scaling_fits(runs, args)
+    skipped = [
+        f"{r['towers']} m + n = {r['m_plus_n']:,} ({r['naive_skipped']})"
+        for r in runs
+        if "naive_skipped" in r
     ]
+    table = (
+        f"Synthetic implicit feedback, m = {args.ratio:g} n, {args.per_user} "
+        f"observed items per user, k = {args.k}, float32, square loss, omega "
+        f"{args.omega:g}, lam {args.lam:g}, MLP hidden {args.hidden}; wall-clock "
+        f"median of {args.repeats} runs (naive: {args.naive_repeats}; 3 where a "
+        f"call takes over 1 s) after a warm-up, {args.threads} thread(s). GN "
+        "product: at the point of the last gradient (one CG step). µs per entity: "
+        "wall-clock / (m + n), flat when the cost is linear. CPU: user + "
+        "system seconds per call; system time is the kernel zero-filling fresh "
+        "pages. Peak: the process's peak resident set during the phase; extra: "
+        "peak minus the resident set at its start.\n\n"
+        + _shared.markdown_table(_COST_HEADERS, rows)
+        + "\n\nNaive / ours (wall-clock) and relative differences at the same point\n\n"
+        + _shared.markdown_table(
+            [
+                "towers",
+                "m + n",
+                "value",
+                "gradient",
+                "GN product",
+                "rel. diff value",
+                "rel. diff gradient",
+                "rel. diff GN product",
+            ],
+            compare,
+        )
+        + (f"\n\nNaive skipped (memory): {'; '.join(skipped)}." if skipped else "")
+        + "\n\nEmpirical scaling: slope of log(seconds) vs log(m + n)\n\n"
+        + _shared.markdown_table(
+            [
+                "towers",
+                "computation",
+                "m + n fitted",
+                "value",
+                "gradient",
+                "GN product",
+                "gradient, user CPU",
+                "GN product, user CPU",
+            ],
+            fit_rows,
+        )
+    )
+    return table, fits
+
+
+_COST_HEADERS = [
+    "towers",
+    "m + n",
+    "|O|",
+    "computation",
+    "value s",
+    "gradient s",
+    "GN product s",
+    "gradient / GN µs per entity",
+    "gradient / GN CPU s",
+    "system share of CPU (grad / GN; >= 0.05 s)",
+    "peak / extra GB",
+]
+
+
+def _cost_rows(runs) -> list:
+    """One row per size and computation: seconds, CPU and memory per oracle."""
     rows = []
     for r in runs:
         for impl in ("ours", "naive"):
@@ -552,6 +610,11 @@ def _tables(runs, args):
                     f"{o['peak_gb']:.2f} / {max(o['extra_gb'], 0.0):.2f}",
                 ]
             )
+    return rows
+
+
+def _compare_rows(runs) -> list:
+    """Naive / ours per size, and their relative differences."""
     compare = []
     for r in runs:
         o, nv = r["ours"], r.get("naive")
@@ -565,6 +628,11 @@ def _tables(runs, args):
                 for k in ("value_rel_diff", "grad_rel_diff", "gnvp_rel_diff")
             ]
         )
+    return compare
+
+
+def _scaling_fits(runs, args):
+    """Slopes of log(seconds) vs log(m + n) per towers and computation."""
     fits = {}
     fit_rows = []
     for kind in args.towers:
@@ -588,54 +656,7 @@ def _tables(runs, args):
                 + [fit[k] for k in ORACLES]
                 + [fit["value_and_grad_user_cpu"], fit["gnvp_user_cpu"]]
             )
-    skipped = [
-        f"{r['towers']} m + n = {r['m_plus_n']:,} ({r['naive_skipped']})"
-        for r in runs
-        if "naive_skipped" in r
-    ]
-    table = (
-        f"Synthetic implicit feedback, m = {args.ratio:g} n, {args.per_user} "
-        f"observed items per user, k = {args.k}, float32, square loss, omega "
-        f"{args.omega:g}, lam {args.lam:g}, MLP hidden {args.hidden}; wall-clock "
-        f"median of {args.repeats} runs (naive: {args.naive_repeats}; 3 where a "
-        f"call takes over 1 s) after a warm-up, {args.threads} thread(s). GN "
-        "product: at the point of the last gradient (one CG step). µs per entity: "
-        "wall-clock / (m + n), flat when the cost is linear. CPU: user + "
-        "system seconds per call; system time is the kernel zero-filling fresh "
-        "pages. Peak: the process's peak resident set during the phase; extra: "
-        "peak minus the resident set at its start.\n\n"
-        + _shared.markdown_table(headers, rows)
-        + "\n\nNaive / ours (wall-clock) and relative differences at the same point\n\n"
-        + _shared.markdown_table(
-            [
-                "towers",
-                "m + n",
-                "value",
-                "gradient",
-                "GN product",
-                "rel. diff value",
-                "rel. diff gradient",
-                "rel. diff GN product",
-            ],
-            compare,
-        )
-        + (f"\n\nNaive skipped (memory): {'; '.join(skipped)}." if skipped else "")
-        + "\n\nEmpirical scaling: slope of log(seconds) vs log(m + n)\n\n"
-        + _shared.markdown_table(
-            [
-                "towers",
-                "computation",
-                "m + n fitted",
-                "value",
-                "gradient",
-                "GN product",
-                "gradient, user CPU",
-                "GN product, user CPU",
-            ],
-            fit_rows,
-        )
-    )
-    return table, fits
+    return fits, fit_rows
 
 
 def _plot(runs, args, path) -> None:
