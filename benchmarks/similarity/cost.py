@@ -290,8 +290,8 @@ class Naive:
     """The dense O(mn) value, gradient and Gauss-Newton product of ``obj``'s
     objective, from the library's reference
     (:func:`embedopt.similarity.dense_objective`): the gradient by autograd,
-    the product ``J^T H J v`` with H the curvature of the data term in the
-    predictions."""
+    the product ``J^T H J v`` with H the (diagonal) curvature of the data
+    term in the predictions."""
 
     def __init__(self, obj):
         self.obj = obj
@@ -324,22 +324,24 @@ class Naive:
         return float(f.detach()), torch.autograd.grad(f, xs)
 
     def linearize(self, x):
-        """The predictions and the reverse-mode pullback of ``theta -> Yhat``
-        at ``x`` (once per point)."""
-        from torch.func import vjp
-
-        self.x = tuple(x)
-        self.Yhat, self.pull = vjp(self._yhat, *x)
-
-    def gnvp(self, v):
-        from torch.func import grad, jvp
+        """At ``x`` (once per point): the reverse-mode pullback of ``theta ->
+        Yhat`` and the curvature of the data term in the predictions, a
+        diagonal (the terms are separable), so ``H 1`` is all of it."""
+        import torch
+        from torch.func import grad, jvp, vjp
 
         from embedopt.similarity import dense_objective
 
-        _, dY = jvp(self._yhat, self.x, tuple(v))
+        self.x = tuple(x)
+        Yhat, self.pull = vjp(self._yhat, *x)
         data = grad(lambda Y: dense_objective(self.obj, self.x, yhat=Y))
-        _, HdY = jvp(data, (self.Yhat,), (dY,))
-        out = self.pull(HdY)
+        _, self.H = jvp(data, (Yhat.detach(),), (torch.ones_like(Yhat),))
+
+    def gnvp(self, v):
+        from torch.func import jvp
+
+        _, dY = jvp(self._yhat, self.x, tuple(v))
+        out = self.pull(dY.mul_(self.H))
         return tuple(g + self.obj.lam * d for g, d in zip(out, v, strict=True))
 
 

@@ -666,8 +666,8 @@ def dense_objective(objective: AllPairsObjective, x, *, yhat=None) -> torch.Tens
     Sums the term of every one of the m n pairs -- the loss on an observed
     pair, ``(omega / 2) a_i b_j (Ytilde_ij - Yhat_ij)^2`` on an unobserved
     one (on every pair with ``imputed="all"``) -- plus ``lam / 2
-    ||theta||^2``, with every m x n matrix formed (predictions, labels,
-    weights, imputed labels). It is what the O(m + n) formulas of
+    ||theta||^2``, with the m x n matrices of the predictions and of the
+    imputation terms formed. It is what the O(m + n) formulas of
     :class:`AllPairsObjective` avoid: use it only to check them on small
     problems (the tests) and to time them against it
     (``benchmarks/similarity/cost.py``).
@@ -697,18 +697,17 @@ def dense_objective(objective: AllPairsObjective, x, *, yhat=None) -> torch.Tens
         )
         yhat = P @ Q.T
     dt = yhat.dtype
+    su, sv = objective.sides
+    # the imputation term of every pair, (omega / 2) a_i b_j (Ytilde - Yhat)^2,
+    # with two m x n temporaries (in place where autograd allows it)
+    imputed = (su.tilde.to(dt) @ sv.tilde.to(dt).T).sub_(yhat).square()
+    imputed.mul_(su.weights.to(dt)[:, None]).mul_(sv.weights.to(dt)[None, :])
+    imputed.mul_(0.5 * objective.omega)
+    total = imputed.sum()
     rows = objective.pattern.row_indices()
     cols = objective.pattern.col_indices()
-    Y = torch.zeros_like(yhat)
-    Y[rows, cols] = objective.labels.to(dt)
-    observed = torch.zeros(yhat.shape, dtype=torch.bool, device=yhat.device)
-    observed[rows, cols] = True
-    su, sv = objective.sides
-    W = torch.outer(su.weights, sv.weights).to(dt)
-    imputed = 0.5 * objective.omega * W * ((su.tilde @ sv.tilde.T).to(dt) - yhat) ** 2
-    loss = objective.loss.value(Y, yhat)
-    if objective.imputed == "unobserved":
-        total = torch.where(observed, loss, imputed).sum()
-    else:
-        total = (loss * observed).sum() + imputed.sum()
+    observed = yhat[rows, cols]
+    total = total + objective.loss.value(objective.labels.to(dt), observed).sum()
+    if objective.imputed == "unobserved":  # their imputation term is not in L
+        total = total - imputed[rows, cols].sum()
     return total + 0.5 * objective.lam * sum((p**2).sum() for p in x)
