@@ -1065,7 +1065,17 @@ def _tm_bool_cases(name):
 
 
 def _tm_recommend_cases(est):
-    return st.one_of(_users_cases(est, est.shape_[0]), _tm_bool_cases("exclude_seen"))
+    return st.one_of(
+        _users_cases(est, est.shape_[0]),
+        _tm_bool_cases("exclude_seen"),
+        bad_indices(np.arange(4), est.shape_[1]).map(  # candidate items
+            lambda b: case(
+                [np.arange(3), 2],
+                {"items": b.value},
+                relabel(b, just_above=True, scalar=False),
+            )
+        ),
+    )
 
 
 def _tm_similar_cases(est):
