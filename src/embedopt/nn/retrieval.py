@@ -198,7 +198,8 @@ class RetrievalMixin:
         exclude_seen : bool
             Never recommend a training pair.
         items : array-like of int, optional
-            Candidate items (e.g. those in stock); default every item.
+            Candidate items (e.g. those in stock; order and repeats do not
+            matter); default every item.
 
         Returns
         -------

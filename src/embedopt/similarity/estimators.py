@@ -163,7 +163,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
     warm_start_history_ : dict of numpy.ndarray or None
         With ``solver="auto"``, hybrid towers and the square loss: the
         history of the ALS fit of the id tables that Gauss-Newton started
-        from (see Notes).
+        from (see ``solver``).
     shape_ : tuple of int
         ``(m, n)``.
 
