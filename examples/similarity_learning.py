@@ -38,7 +38,8 @@ print(f"towers: {type(model.item_tower_).__name__}, solver: {model.solver_}")
 
 test_users = np.unique(test.users)
 relevant = [test.items[test.users == u] for u in test_users]
-ours = precision_at_k(model.recommend(test_users, k=10), relevant, 10)
+ids, scores = model.recommend(test_users, k=10)
+ours = precision_at_k(ids, relevant, 10)
 
 popularity = np.bincount(train.items, minlength=n)
 seen = {u: set(train.items[train.users == u]) for u in test_users}

@@ -4,7 +4,8 @@ A two-tower model (user id + gender/age/occupation/zip; movie id + genres +
 decade; cosine scoring, hinge loss with margin 0.1 over in-batch negatives) is
 warmed up without the index, the PQ codebooks and rotation are warm-started by
 OPQ on 8192 item embeddings, then training continues with the indexing layer
-for each rotation method from that same warm start: fixed R (baseline), Cayley,
+for each rotation method from that same warm start: fixed R (baseline,
+rotation "none"), Cayley,
 GCD-R, GCD-G, GCD-S. Reported: distortion curves, precision@100 and recall@100
 of retrieval through the index (ADC search over the items' PQ codes, training
 items excluded) on a random 20% of each user's ratings, mean over seeds, and
@@ -27,9 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
 import _shared
 
-METHODS = ("fixed", "cayley", "gcd-r", "gcd-g", "gcd-s")
+METHODS = ("none", "cayley", "gcd-r", "gcd-g", "gcd-s")
 LABELS = {
-    "fixed": "Baseline (fixed R)",
+    "none": "Baseline (fixed R)",
     "cayley": "Cayley",
     "gcd-r": "GCD-R",
     "gcd-g": "GCD-G",
@@ -70,13 +71,27 @@ def baselines(args) -> int:
     seed = 0
     warm = args.warmup_steps or (200 if args.quick else 1000)
     steps = args.index_steps or (50 if args.quick else 300)
+    split = _baseline_split(seed)
+    results = []
+    record = _recorder(results, split)
+    _peer_rows(record, split, seed)
+    _two_tower_rows(
+        record,
+        split,
+        _baseline_model(args, split, warm, steps, seed),
+        args,
+        warm,
+        steps,
+    )
+    return _baseline_report(args, split, results, seed, warm, steps)
+
+
+def _baseline_split(seed):
+    """Seed ``seed``'s 80/20 split: the test users, their held-out items, the
+    training items of every user and the training count of every item."""
     import numpy as np
-    import scipy.sparse as sp
-    import torch
 
     from embedopt.data import load_movielens_side_features, split_entries
-    from embedopt.metrics import precision_at_k, recall_at_k
-    from embedopt.quantization import TwoTowerRetrieval
 
     feats = load_movielens_side_features()
     E = feats.ratings.entries
@@ -90,7 +105,28 @@ def baselines(args) -> int:
     order = np.argsort(tu, kind="stable")
     seen = np.split(ti[order], np.searchsorted(tu[order], np.arange(1, n_u)))
     count = np.bincount(ti, minlength=n_i).astype(np.float64)
-    results = []
+    return dict(
+        feats=feats,
+        train=train,
+        tu=tu,
+        ti=ti,
+        si=si,
+        users=users,
+        rel=rel,
+        seen=seen,
+        count=count,
+        shape=(n_u, n_i),
+    )
+
+
+def _recorder(results, split):
+    """``record(name, ids)``: P@100, R@100 and the median training count of a
+    method's top 100, appended to ``results`` and printed."""
+    import numpy as np
+
+    from embedopt.metrics import precision_at_k, recall_at_k
+
+    rel, count = split["rel"], split["count"]
 
     def record(name, ids):
         row = dict(
@@ -106,6 +142,17 @@ def baselines(args) -> int:
             flush=True,
         )
 
+    return record
+
+
+def _peer_rows(record, split, seed) -> None:
+    """The most popular items and implicit's ALS (when installed)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    users, seen, count = split["users"], split["seen"], split["count"]
+    tu, ti = split["tu"], split["ti"]
+    n_u, n_i = split["shape"]
     record(
         "most popular items", _top_k(lambda b: np.tile(count, (b.size, 1)), users, seen)
     )
@@ -124,8 +171,15 @@ def baselines(args) -> int:
             "implicit ALS (64 factors, 15 iterations)",
             _top_k(lambda b: Uf[b] @ Vf.T, users, seen),
         )
+
+
+def _baseline_model(args, split, warm, steps, seed):
+    """The two-tower model with a fixed rotation, fitted on the split."""
+    from embedopt.quantization import TwoTowerRetrieval
+
+    feats, train = split["feats"], split["train"]
     model = TwoTowerRetrieval(
-        rotation="fixed",
+        rotation="none",
         n_components=args.dim,
         n_subquantizers=args.M,
         n_centroids=256,
@@ -143,6 +197,16 @@ def baselines(args) -> int:
             user_features=feats.user_features,
             item_features=feats.item_features,
         )
+    return model
+
+
+def _two_tower_rows(record, split, model, args, warm, steps) -> None:
+    """The model's rows: exact, through its PQ index, exact plus a popularity prior."""
+    import numpy as np
+    import torch
+
+    users, seen, count = split["users"], split["seen"], split["count"]
+    n_u, n_i = split["shape"]
     net = model.net_
     with torch.no_grad():
         V = net.items(torch.arange(n_i)).numpy()
@@ -151,7 +215,7 @@ def baselines(args) -> int:
     row_of[users] = np.arange(users.size)
     label = f"two-tower d={args.dim} ({warm}+{steps} steps)"
     record(f"{label}, exact", _top_k(lambda b: U[row_of[b]] @ V.T, users, seen))
-    record(f"{label}, through the PQ index", model.recommend(users, 100, exclude=train))
+    record(f"{label}, through the PQ index", model.recommend(users, 100)[0])
     log_count = np.log1p(count)
     for beta in BETAS:
         record(
@@ -160,6 +224,12 @@ def baselines(args) -> int:
                 lambda b, beta=beta: U[row_of[b]] @ V.T + beta * log_count, users, seen
             ),
         )
+
+
+def _baseline_report(args, split, results, seed, warm, steps) -> int:
+    import numpy as np
+
+    count, si, users, rel = split["count"], split["si"], split["users"], split["rel"]
     held_median = float(np.median(count[si]))
     md = (
         "# MovieLens-1M retrieval baselines on the split of end_to_end.py\n\n"
@@ -194,6 +264,16 @@ def baselines(args) -> int:
 
 
 def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    _shared.limit_threads(args.threads, environ=True)
+    if args.baselines:
+        return baselines(args)
+    cfg = _configure(args)
+    results = _run_seeds(args, cfg)
+    return _report(args, cfg, results)
+
+
+def _parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--seeds", type=int, default=None, help="default 2 quick, 5 full")
@@ -219,21 +299,28 @@ def main(argv=None) -> int:
         "vs through its index on seed 0's split (default steps 1000 + 300, "
         "quick 200 + 50)",
     )
-    args = p.parse_args(argv)
-    _shared.limit_threads(args.threads, environ=True)
-    if args.baselines:
-        return baselines(args)
-    import numpy as np
-    from scipy import stats
+    return p
 
-    from embedopt.data import load_movielens_side_features, split_entries
-    from embedopt.quantization import TwoTowerRetrieval
 
+def _configure(args) -> dict:
+    """Seeds, step budgets and methods (quick or full)."""
     seeds = args.seeds or (2 if args.quick else 5)
     warm = args.warmup_steps or (300 if args.quick else 2000)
     steps = args.index_steps or (300 if args.quick else 2000)
     ws_iter = args.warm_start_iter or (20 if args.quick else 200)
     methods = args.methods.split(",")
+    return dict(seeds=seeds, warm=warm, steps=steps, ws_iter=ws_iter, methods=methods)
+
+
+def _run_seeds(args, cfg) -> dict:
+    """Every method on every seed's split, from one shared warm start per seed."""
+    import numpy as np
+
+    from embedopt.data import load_movielens_side_features, split_entries
+    from embedopt.quantization import TwoTowerRetrieval
+
+    seeds, warm, steps = cfg["seeds"], cfg["warm"], cfg["steps"]
+    ws_iter, methods = cfg["ws_iter"], cfg["methods"]
     feats = load_movielens_side_features()
     results = {m: [] for m in methods}
     for seed in range(seeds):
@@ -264,7 +351,7 @@ def main(argv=None) -> int:
                     warm_start_from=base,
                 )
             base = base or model
-            ev = model.evaluate(test, exclude=train, k=100)
+            ev = model.evaluate(test, 100)  # the training pairs excluded
             h = model.history_
             r = dict(
                 seed=seed,
@@ -285,33 +372,14 @@ def main(argv=None) -> int:
                 f" ({t.seconds:.0f}s)",
                 flush=True,
             )
-    rows = []
-    base_runs = results.get("fixed")
-    for m in methods:
-        runs = results[m]
-        pk = np.array([r["precision@100"] for r in runs])
-        rk = np.array([r["recall@100"] for r in runs])
-        dist = np.array([r["final_distortion"] for r in runs])
-        pvals = ["-", "-"]
-        if base_runs and m != "fixed" and len(runs) > 1:
-            for c, (ours, key) in enumerate(
-                ((pk, "precision@100"), (rk, "recall@100"))
-            ):
-                ref = np.array([r[key] for r in base_runs])
-                pvals[c] = (
-                    f"{stats.ttest_rel(ours, ref).pvalue:.3f} / "
-                    f"{stats.f_oneway(ours, ref).pvalue:.3f}"
-                )
-        rows.append(
-            [
-                LABELS[m],
-                f"{pk.mean():.3%} ± {pk.std():.3%}",
-                f"{rk.mean():.3%} ± {rk.std():.3%}",
-                f"{dist.mean():.4e}",
-                *pvals,
-                f"{np.median([r['fit_seconds'] for r in runs]):.0f}",
-            ]
-        )
+    return results
+
+
+def _report(args, cfg, results) -> int:
+    """Table 1 (means, p-values vs the baseline), its JSON and the distortion plot."""
+    seeds, warm, steps = cfg["seeds"], cfg["warm"], cfg["steps"]
+    ws_iter, methods = cfg["ws_iter"], cfg["methods"]
+    rows = _table_rows(results, methods)
     md = (
         "# End-to-end trainable PQ index, MovieLens-1M "
         f"({'quick' if args.quick else 'full'})\n\n"
@@ -346,6 +414,50 @@ def main(argv=None) -> int:
         results=results,
     )
     js, mdp = _shared.write_outputs(tag, payload, md)
+    _plot(results, methods, tag)
+    print(md)
+    print(f"wrote {js}, {mdp}")
+    return 0
+
+
+def _table_rows(results, methods) -> list:
+    """Mean ± std per method, and p-values against the baseline over seeds."""
+    import numpy as np
+    from scipy import stats
+
+    rows = []
+    base_runs = results.get("none")
+    for m in methods:
+        runs = results[m]
+        pk = np.array([r["precision@100"] for r in runs])
+        rk = np.array([r["recall@100"] for r in runs])
+        dist = np.array([r["final_distortion"] for r in runs])
+        pvals = ["-", "-"]
+        if base_runs and m != "none" and len(runs) > 1:
+            for c, (ours, key) in enumerate(
+                ((pk, "precision@100"), (rk, "recall@100"))
+            ):
+                ref = np.array([r[key] for r in base_runs])
+                pvals[c] = (
+                    f"{stats.ttest_rel(ours, ref).pvalue:.3f} / "
+                    f"{stats.f_oneway(ours, ref).pvalue:.3f}"
+                )
+        rows.append(
+            [
+                LABELS[m],
+                f"{pk.mean():.3%} ± {pk.std():.3%}",
+                f"{rk.mean():.3%} ± {rk.std():.3%}",
+                f"{dist.mean():.4e}",
+                *pvals,
+                f"{np.median([r['fit_seconds'] for r in runs]):.0f}",
+            ]
+        )
+    return rows
+
+
+def _plot(results, methods, tag) -> None:
+    import numpy as np
+
     plt = _shared.figure()
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -360,9 +472,6 @@ def main(argv=None) -> int:
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(_shared.RESULTS / f"{tag}.png", dpi=90)
-    print(md)
-    print(f"wrote {js}, {mdp}")
-    return 0
 
 
 if __name__ == "__main__":

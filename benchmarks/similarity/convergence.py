@@ -1,7 +1,7 @@
 """Convergence of the all-pairs solvers: objective and test P@10 against time.
 
 One MovieLens implicit-feedback problem (per-user 80/20 split), one tower
-pair (``--towers``: embedding tables or hybrid towers with side features),
+pair (``--towers``: embedding tables, or nn.ConcatTower with side features),
 the objective of ``TwoTowerModel``'s defaults (square loss, imputation 0 on
 the unobserved pairs, omega = 0.2, lam = 10), the same starting point for
 every method, and a wall-clock budget per method. Methods: Gauss-Newton-CG
@@ -20,7 +20,7 @@ Gauss-Newton reaches Adam's best objective at least 3x sooner).
 Usage::
 
     python benchmarks/similarity/convergence.py --quick           # ML-100K, 20 s
-    python benchmarks/similarity/convergence.py --towers hybrid   # ML-1M, 300 s
+    python benchmarks/similarity/convergence.py --towers concat   # ML-1M, 300 s
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _objective(train, users, items, towers, seed):
     import torch
 
     from embedopt.data import as_side_features
-    from embedopt.nn import EmbeddingTower, HybridTower
+    from embedopt.nn import ConcatTower, EmbeddingTower
     from embedopt.similarity import AllPairsObjective, TwoTowerModel
 
     d = TwoTowerModel().get_params()
@@ -58,8 +58,8 @@ def _objective(train, users, items, towers, seed):
         uf = as_side_features(users, m, "user")
         vf = as_side_features(items, n, "item")
         h = d["hidden"]
-        ut = HybridTower(m, k, uf, hidden=h, id_std=0.1, normalize=False, generator=g)
-        it = HybridTower(n, k, vf, hidden=h, id_std=0.1, normalize=False, generator=g)
+        ut = ConcatTower(m, k, uf, hidden=h, id_std=0.1, normalize=False, generator=g)
+        it = ConcatTower(n, k, vf, hidden=h, id_std=0.1, normalize=False, generator=g)
     return AllPairsObjective(ut, it, train, omega=d["omega"], lam=d["lam"])
 
 
@@ -105,22 +105,19 @@ def _run(solver, options, objective, x0, budget, train, test):
     }
 
 
-def _time_to(rec, target):
-    for t, f in zip(rec["time"], rec["objective"], strict=True):
-        if f <= target:
-            return t
-    return float("nan")
-
-
-def main() -> int:
+def _configure():
     p = _shared.parser(__doc__.splitlines()[0])
     p.add_argument("--data", default=None, help="100k or 1m (default: 100k quick, 1m)")
-    p.add_argument("--towers", default="embedding", choices=["embedding", "hybrid"])
+    p.add_argument("--towers", default="embedding", choices=["embedding", "concat"])
     p.add_argument("--budget", type=float, default=None, help="seconds per method")
     args = p.parse_args()
     _shared.setup(args)
     name = args.data or ("100k" if args.quick else "1m")
     budget = args.budget or (20.0 if args.quick else 300.0)
+    return args, name, budget
+
+
+def _run_all(args, name, budget) -> dict:
     train, test, users, items = movielens(name, args.seed)
     objective = _objective(train, users, items, args.towers, args.seed)
     x0 = objective.initial_point()
@@ -134,6 +131,10 @@ def main() -> int:
             f"{min(runs[label]['objective']):.6g}",
             flush=True,
         )
+    return runs
+
+
+def _report(runs, args, name, budget) -> None:
     stochastic = [k for k in runs if "Adam" in k]
     target = min(min(runs[k]["objective"]) for k in stochastic) if stochastic else None
     headers = [
@@ -145,13 +146,18 @@ def main() -> int:
     ]
     rows = []
     for label, r in runs.items():
+        reached = (
+            _shared.time_to(r["time"], r["objective"], target)
+            if target is not None
+            else None
+        )
         rows.append(
             [
                 label,
                 r["n_iter"],
                 f"{min(r['objective']):.6g}",
                 f"{r[f'P@{K}'][-1]:.4f}" if r[f"P@{K}"] else "",
-                f"{_time_to(r, target):.2f}" if target is not None else "",
+                f"{reached:.2f}" if target is not None else "",
             ]
         )
     md = (
@@ -165,16 +171,25 @@ def main() -> int:
     )
     _shared.write(stem, args.out, vars(args), runs, md)
     if not args.no_plots:
-        plt = _shared.figure()
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-        for label, r in runs.items():
-            axes[0].plot(r["time"], r["objective"], label=label)
-            axes[1].plot(r["time"], r[f"P@{K}"], label=label)
-        axes[0].set(xlabel="time (s)", ylabel="objective", yscale="log")
-        axes[1].set(xlabel="time (s)", ylabel=f"test P@{K}")
-        axes[0].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(Path(args.out) / f"{stem}.png")
+        _plot(runs, Path(args.out) / f"{stem}.png")
+
+
+def _plot(runs, path) -> None:
+    plt = _shared.figure()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for label, r in runs.items():
+        axes[0].plot(r["time"], r["objective"], label=label)
+        axes[1].plot(r["time"], r[f"P@{K}"], label=label)
+    axes[0].set(xlabel="time (s)", ylabel="objective", yscale="log")
+    axes[1].set(xlabel="time (s)", ylabel=f"test P@{K}")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def main() -> int:
+    args, name, budget = _configure()
+    _report(_run_all(args, name, budget), args, name, budget)
     return 0
 
 

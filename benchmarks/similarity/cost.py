@@ -75,9 +75,10 @@ SIZES = {  # m + n
 }
 NAIVE_MAX = {"quick": 10_000, "full": 30_000}
 FIT_MIN = {"quick": 3_000, "full": 10_000}
-# Dense m x n float32 arrays the naive computation holds at its peak (Y, W,
-# Yhat and autograd's saved intermediates), for the memory guard.
-NAIVE_ARRAYS = 8
+# Dense m x n float32 arrays the naive computation holds at its peak (Y, the
+# observed mask, W, Ytilde, Yhat, the terms and autograd's saved
+# intermediates), for the memory guard.
+NAIVE_ARRAYS = 12
 ORACLES = ("value", "value_and_grad", "gnvp")
 VALUE_RTOL = 1e-5  # ours vs naive, float32 towers
 TOWERS = ("embedding", "mlp")
@@ -287,18 +288,13 @@ def time_fast(obj, args) -> dict:
 
 class Naive:
     """The dense O(mn) value, gradient and Gauss-Newton product of ``obj``'s
-    objective (square loss, imputation 0 on the unobserved pairs, uniform
-    weights): ``W = 1`` on O, ``omega`` elsewhere."""
+    objective, from the library's reference
+    (:func:`embedopt.similarity.dense_objective`): the gradient by autograd,
+    the product ``J^T H J v`` with H the (diagonal) curvature of the data
+    term in the predictions."""
 
-    def __init__(self, obj, rows, cols):
-        import torch
-
-        m, n = obj.shape
+    def __init__(self, obj):
         self.obj = obj
-        self.Y = torch.zeros(m, n)
-        self.Y[torch.as_tensor(rows), torch.as_tensor(cols)] = 1.0
-        # Implicit feedback: Y is the indicator of O, so W = omega + (1 - omega) Y.
-        self.W = obj.omega + (1.0 - obj.omega) * self.Y
 
     def _yhat(self, *params):
         from torch.func import functional_call
@@ -310,42 +306,42 @@ class Naive:
         )
         return P @ Q.T
 
-    def _reg(self, params) -> float:
-        return 0.5 * self.obj.lam * float(sum((p.double() ** 2).sum() for p in params))
-
     def value(self, x) -> float:
         import torch
 
-        # In place: one m x n array. (A float64 sum would convert a copy.)
+        from embedopt.similarity import dense_objective
+
         with torch.no_grad():
-            E = self._yhat(*x)
-            E -= self.Y
-            return 0.5 * float(E.square_().mul_(self.W).sum()) + self._reg(x)
+            return float(dense_objective(self.obj, x))
 
     def value_and_grad(self, x):
         import torch
 
+        from embedopt.similarity import dense_objective
+
         xs = tuple(t.detach().requires_grad_(True) for t in x)
-        E = self._yhat(*xs) - self.Y
-        f = 0.5 * E.square().mul_(self.W).sum()
-        grad = torch.autograd.grad(f, xs)
-        lam = self.obj.lam
-        return float(f.detach()) + self._reg(x), tuple(
-            g + lam * p for g, p in zip(grad, x, strict=True)
-        )
+        f = dense_objective(self.obj, xs)
+        return float(f.detach()), torch.autograd.grad(f, xs)
 
     def linearize(self, x):
-        """The reverse-mode pullback of ``theta -> Yhat`` at ``x`` (once per point)."""
-        from torch.func import vjp
+        """At ``x`` (once per point): the reverse-mode pullback of ``theta ->
+        Yhat`` and the curvature of the data term in the predictions, a
+        diagonal (the terms are separable), so ``H 1`` is all of it."""
+        import torch
+        from torch.func import grad, jvp, vjp
+
+        from embedopt.similarity import dense_objective
 
         self.x = tuple(x)
-        _, self.pull = vjp(self._yhat, *x)
+        Yhat, self.pull = vjp(self._yhat, *x)
+        data = grad(lambda Y: dense_objective(self.obj, self.x, yhat=Y))
+        _, self.H = jvp(data, (Yhat.detach(),), (torch.ones_like(Yhat),))
 
     def gnvp(self, v):
         from torch.func import jvp
 
         _, dY = jvp(self._yhat, self.x, tuple(v))
-        out = self.pull(dY.mul_(self.W))
+        out = self.pull(dY.mul_(self.H))
         return tuple(g + self.obj.lam * d for g, d in zip(out, v, strict=True))
 
 
@@ -362,14 +358,12 @@ def _rel(a, b) -> float:
     return abs(a - b) / abs(b)
 
 
-def time_naive(obj, rows, cols, args) -> dict:
+def time_naive(obj, args) -> dict:
     x0 = obj.initial_point()
     v = _direction(x0, args.seed)
     out = {}
     with _Phase() as mem:
-        f_ref, g_ref, h_ref = _naive_oracles(
-            Naive(obj, rows, cols), x0, v, args.naive_repeats, out
-        )
+        f_ref, g_ref, h_ref = _naive_oracles(Naive(obj), x0, v, args.naive_repeats, out)
     f, g = obj.value_and_grad(x0)
     h = obj.gnvp(x0, v)
     out.update(
@@ -435,7 +429,7 @@ def run_towers(kind: str, args) -> list[dict]:
         if m + n <= args.naive_max:
             fits, need = naive_fits(m, n)
             if fits:
-                rec["naive"] = time_naive(obj, rows, cols, args)
+                rec["naive"] = time_naive(obj, args)
             else:
                 rec["naive_skipped"] = f"needs ~{need:.1f} GiB"
         del obj, rows, cols
@@ -515,19 +509,77 @@ def _print_run(rec) -> None:
 
 
 def _tables(runs, args):
-    headers = [
-        "towers",
-        "m + n",
-        "|O|",
-        "computation",
-        "value s",
-        "gradient s",
-        "GN product s",
-        "gradient / GN µs per entity",
-        "gradient / GN CPU s",
-        "system share of CPU (grad / GN; >= 0.05 s)",
-        "peak / extra GB",
+    """The Markdown report (cost per oracle, naive / ours, scaling) and the fits."""
+    rows = _cost_rows(runs)
+    compare = _compare_rows(runs)
+    fits, fit_rows = _scaling_fits(runs, args)
+    skipped = [
+        f"{r['towers']} m + n = {r['m_plus_n']:,} ({r['naive_skipped']})"
+        for r in runs
+        if "naive_skipped" in r
     ]
+    table = (
+        f"Synthetic implicit feedback, m = {args.ratio:g} n, {args.per_user} "
+        f"observed items per user, k = {args.k}, float32, square loss, omega "
+        f"{args.omega:g}, lam {args.lam:g}, MLP hidden {args.hidden}; wall-clock "
+        f"median of {args.repeats} runs (naive: {args.naive_repeats}; 3 where a "
+        f"call takes over 1 s) after a warm-up, {args.threads} thread(s). GN "
+        "product: at the point of the last gradient (one CG step). µs per entity: "
+        "wall-clock / (m + n), flat when the cost is linear. CPU: user + "
+        "system seconds per call; system time is the kernel zero-filling fresh "
+        "pages. Peak: the process's peak resident set during the phase; extra: "
+        "peak minus the resident set at its start.\n\n"
+        + _shared.markdown_table(_COST_HEADERS, rows)
+        + "\n\nNaive / ours (wall-clock) and relative differences at the same point\n\n"
+        + _shared.markdown_table(
+            [
+                "towers",
+                "m + n",
+                "value",
+                "gradient",
+                "GN product",
+                "rel. diff value",
+                "rel. diff gradient",
+                "rel. diff GN product",
+            ],
+            compare,
+        )
+        + (f"\n\nNaive skipped (memory): {'; '.join(skipped)}." if skipped else "")
+        + "\n\nEmpirical scaling: slope of log(seconds) vs log(m + n)\n\n"
+        + _shared.markdown_table(
+            [
+                "towers",
+                "computation",
+                "m + n fitted",
+                "value",
+                "gradient",
+                "GN product",
+                "gradient, user CPU",
+                "GN product, user CPU",
+            ],
+            fit_rows,
+        )
+    )
+    return table, fits
+
+
+_COST_HEADERS = [
+    "towers",
+    "m + n",
+    "|O|",
+    "computation",
+    "value s",
+    "gradient s",
+    "GN product s",
+    "gradient / GN µs per entity",
+    "gradient / GN CPU s",
+    "system share of CPU (grad / GN; >= 0.05 s)",
+    "peak / extra GB",
+]
+
+
+def _cost_rows(runs) -> list:
+    """One row per size and computation: seconds, CPU and memory per oracle."""
     rows = []
     for r in runs:
         for impl in ("ours", "naive"):
@@ -560,6 +612,11 @@ def _tables(runs, args):
                     f"{o['peak_gb']:.2f} / {max(o['extra_gb'], 0.0):.2f}",
                 ]
             )
+    return rows
+
+
+def _compare_rows(runs) -> list:
+    """Naive / ours per size, and their relative differences."""
     compare = []
     for r in runs:
         o, nv = r["ours"], r.get("naive")
@@ -573,6 +630,11 @@ def _tables(runs, args):
                 for k in ("value_rel_diff", "grad_rel_diff", "gnvp_rel_diff")
             ]
         )
+    return compare
+
+
+def _scaling_fits(runs, args):
+    """Slopes of log(seconds) vs log(m + n) per towers and computation."""
     fits = {}
     fit_rows = []
     for kind in args.towers:
@@ -596,54 +658,7 @@ def _tables(runs, args):
                 + [fit[k] for k in ORACLES]
                 + [fit["value_and_grad_user_cpu"], fit["gnvp_user_cpu"]]
             )
-    skipped = [
-        f"{r['towers']} m + n = {r['m_plus_n']:,} ({r['naive_skipped']})"
-        for r in runs
-        if "naive_skipped" in r
-    ]
-    table = (
-        f"Synthetic implicit feedback, m = {args.ratio:g} n, {args.per_user} "
-        f"observed items per user, k = {args.k}, float32, square loss, omega "
-        f"{args.omega:g}, lam {args.lam:g}, MLP hidden {args.hidden}; wall-clock "
-        f"median of {args.repeats} runs (naive: {args.naive_repeats}; 3 where a "
-        f"call takes over 1 s) after a warm-up, {args.threads} thread(s). GN "
-        "product: at the point of the last gradient (one CG step). µs per entity: "
-        "wall-clock / (m + n), flat when the cost is linear. CPU: user + "
-        "system seconds per call; system time is the kernel zero-filling fresh "
-        "pages. Peak: the process's peak resident set during the phase; extra: "
-        "peak minus the resident set at its start.\n\n"
-        + _shared.markdown_table(headers, rows)
-        + "\n\nNaive / ours (wall-clock) and relative differences at the same point\n\n"
-        + _shared.markdown_table(
-            [
-                "towers",
-                "m + n",
-                "value",
-                "gradient",
-                "GN product",
-                "rel. diff value",
-                "rel. diff gradient",
-                "rel. diff GN product",
-            ],
-            compare,
-        )
-        + (f"\n\nNaive skipped (memory): {'; '.join(skipped)}." if skipped else "")
-        + "\n\nEmpirical scaling: slope of log(seconds) vs log(m + n)\n\n"
-        + _shared.markdown_table(
-            [
-                "towers",
-                "computation",
-                "m + n fitted",
-                "value",
-                "gradient",
-                "GN product",
-                "gradient, user CPU",
-                "GN product, user CPU",
-            ],
-            fit_rows,
-        )
-    )
-    return table, fits
+    return fits, fit_rows
 
 
 def _plot(runs, args, path) -> None:

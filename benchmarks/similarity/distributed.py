@@ -147,27 +147,12 @@ def _median_time(fn, repeats, sync):
 
 def worker(args) -> None:
     """One process under torchrun: build, time the oracles, run Newton-CG."""
-    import warnings
-
     import torch
     import torch.distributed as dist
 
-    from embedopt import ConvergenceWarning
-    from embedopt.linalg.points import scale
-    from embedopt.optim import newton_cg
     from embedopt.similarity import DistributedAllPairsObjective
 
-    torch.set_num_threads(args.threads or 1)
-    if args.device == "cuda":  # one GPU per process, NCCL between them
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
-        torch.cuda.set_device(device)
-        dist.init_process_group("nccl")
-        sync = torch.cuda.synchronize
-    else:
-        device = torch.device("cpu")
-        dist.init_process_group("gloo")
-        sync = lambda: None  # noqa: E731
-    rank = dist.get_rank()
+    device, sync = _init_group(args)
     t0 = time.perf_counter()
     (user_tower, item_tower), pairs = problem(args, device)
     obj = DistributedAllPairsObjective(
@@ -175,16 +160,69 @@ def worker(args) -> None:
     )
     setup = time.perf_counter() - t0
     x0 = tuple(t * args.scale_x0 for t in obj.initial_point())
+    f0, timings = _time_oracles(obj, x0, args.repeats, sync)
+    res, iter_cpu = _newton(obj, x0, args.iters)
+    # The busiest process's CPU seconds: what the layout would take on idle
+    # cores (this machine's cores are shared with other work).
+    cpu = torch.tensor(
+        [timings["grad_cpu"], timings["gnvp_cpu"], iter_cpu],
+        dtype=torch.float64,
+        device=device,
+    )
+    dist.all_reduce(cpu, op=dist.ReduceOp.MAX)
+    timings["grad_cpu"], timings["gnvp_cpu"], iter_cpu = cpu.tolist()
+    out = _record(obj, x0, res, f0, setup, timings, iter_cpu)
+    if dist.get_rank() == 0:
+        print(
+            f"{obj.world_size} process(es) x {out['threads']} thread(s): "
+            f"gradient {out['grad_s']:.3f} s, GN product {out['gnvp_s']:.3f} s, "
+            f"iteration {out['iter_s']:.3f} s, objective {out['objective'][-1]:.10g}",
+            flush=True,
+        )
+        if args.result:
+            torch.save(out, args.result)
+    dist.destroy_process_group()
+
+
+def _init_group(args):
+    """Threads, the process group and the device of this process."""
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(args.threads or 1)
+    if args.device == "cuda":  # one GPU per process, NCCL between them
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+        torch.cuda.set_device(device)
+        dist.init_process_group("nccl")
+        return device, torch.cuda.synchronize
+    dist.init_process_group("gloo")
+    return torch.device("cpu"), lambda: None
+
+
+def _time_oracles(obj, x0, repeats, sync):
+    """f(x0) and the median wall / CPU seconds of a gradient and a GN product."""
+    from embedopt.linalg.points import scale
+
     f0, g0 = obj.value_and_grad(x0)  # warm-up
     v = scale(1.0, g0)
     obj.gnvp(x0, v)
     # A fresh point per gradient (the objective caches the last one's
     # embeddings); the Gauss-Newton products reuse them, as inside one CG.
-    (grad_s, grad_cpu) = _median_time(
-        lambda: obj.value_and_grad(tuple(t.clone() for t in x0)), args.repeats, sync
+    grad_s, grad_cpu = _median_time(
+        lambda: obj.value_and_grad(tuple(t.clone() for t in x0)), repeats, sync
     )
     obj.value_and_grad(x0)
-    gnvp_s, gnvp_cpu = _median_time(lambda: obj.gnvp(x0, v), args.repeats, sync)
+    gnvp_s, gnvp_cpu = _median_time(lambda: obj.gnvp(x0, v), repeats, sync)
+    return f0, dict(grad_s=grad_s, grad_cpu=grad_cpu, gnvp_s=gnvp_s, gnvp_cpu=gnvp_cpu)
+
+
+def _newton(obj, x0, iters):
+    """``iters`` Gauss-Newton-CG iterations; the result and CPU s per iteration."""
+    import warnings
+
+    from embedopt import ConvergenceWarning
+    from embedopt.optim import newton_cg
+
     c0 = time.process_time()
     with warnings.catch_warnings():  # a fixed number of iterations on purpose
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -193,49 +231,37 @@ def worker(args) -> None:
             x0,
             use="gauss_newton",
             damping=1.0,
-            max_iter=args.iters,
+            max_iter=iters,
             tol=0.0,
             cg_max_iter=20,
         )
-    iter_cpu = (time.process_time() - c0) / res.n_iter
-    # The busiest process's CPU seconds: what the layout would take on idle
-    # cores (this machine's cores are shared with other work).
-    cpu = torch.tensor(
-        [grad_cpu, gnvp_cpu, iter_cpu], dtype=torch.float64, device=device
-    )
-    dist.all_reduce(cpu, op=dist.ReduceOp.MAX)
-    grad_cpu, gnvp_cpu, iter_cpu = cpu.tolist()
-    spread = obj.replica_spread(res.x)
+    return res, (time.process_time() - c0) / res.n_iter
+
+
+def _record(obj, x0, res, f0, setup, timings, iter_cpu) -> dict:
+    """What one layout's run reports to the driver."""
+    import torch
+
     times = list(res.history["time"])
     per_iter = [b - a for a, b in zip([0.0, *times[:-1]], times, strict=True)]
-    out = dict(
+    return dict(
         world_size=obj.world_size,
         threads=torch.get_num_threads(),
         shape=obj.shape,
         n_observed=obj.n_observed,
         n_params=sum(t.numel() for t in x0),
         setup_s=setup,
-        grad_s=grad_s,
-        gnvp_s=gnvp_s,
+        grad_s=timings["grad_s"],
+        gnvp_s=timings["gnvp_s"],
         iter_s=_shared.median(per_iter),
-        grad_cpu=grad_cpu,
-        gnvp_cpu=gnvp_cpu,
+        grad_cpu=timings["grad_cpu"],
+        gnvp_cpu=timings["gnvp_cpu"],
         iter_cpu=iter_cpu,
         objective=[float(f0), *map(float, res.history["objective"])],
         cg_iter=list(res.history["cg_iter"]),
-        spread=spread,
+        spread=obj.replica_spread(res.x),
         x=[t.cpu() for t in res.x],
     )
-    if rank == 0:
-        print(
-            f"{obj.world_size} process(es) x {out['threads']} thread(s): "
-            f"gradient {grad_s:.3f} s, GN product {gnvp_s:.3f} s, "
-            f"iteration {out['iter_s']:.3f} s, objective {out['objective'][-1]:.10g}",
-            flush=True,
-        )
-        if args.result:
-            torch.save(out, args.result)
-    dist.destroy_process_group()
 
 
 # -- the driver -----------------------------------------------------------------
@@ -287,13 +313,33 @@ def main(argv=None) -> int:
     if args.worker:
         worker(args)
         return 0
-    import torch
+    layouts = _layouts(args)
+    runs, load = _run_layouts(args, layouts)
+    reference = layouts[0][0]
+    rows, results = _summaries(runs, reference)
+    ref = runs[reference][0]
+    table = _table(args, ref, reference, rows, load)
+    print(table)
+    tag = "similarity_distributed" + ("_quick" if args.quick else "")
+    config = {k: v for k, v in vars(args).items() if k not in ("worker", "result")}
+    config["load_average"] = load
+    path = _shared.write(tag, args.out, config, results, table)
+    print(f"wrote {path}")
+    return 0
 
-    # (name, processes, threads, x0 scale)
+
+def _layouts(args) -> list:
+    """(name, processes, threads, x0 scale) of every layout to run."""
     layouts = [(t, *_layout(t), 1.0) for t in args.layouts]
     if args.perturb:
         _, p, t, _ = layouts[0]
         layouts.append((f"{p}x{t}, x0 (1 + {args.perturb:g})", p, t, 1 + args.perturb))
+    return layouts
+
+
+def _run_layouts(args, layouts):
+    """Every layout ``args.runs`` times (interleaved); the 1-minute load
+    average before and after."""
     runs: dict[str, list[dict]] = {name: [] for name, *_ in layouts}
     load = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
@@ -302,7 +348,13 @@ def main(argv=None) -> int:
                 res = run_layout(args, p, t, Path(tmp) / f"{i}-{r}.pt", scale)
                 runs[name].append(res)
     load.append(os.getloadavg()[0])
-    reference = layouts[0][0]
+    return runs, load
+
+
+def _summaries(runs, reference):
+    """Table rows and JSON results of each layout against the reference."""
+    import torch
+
     ref = runs[reference][0]
     x_ref = torch.cat([a.reshape(-1) for a in ref["x"]])
     keys = ("setup_s", "grad_s", "gnvp_s", "iter_s", "grad_cpu", "gnvp_cpu", "iter_cpu")
@@ -340,6 +392,10 @@ def main(argv=None) -> int:
                 f"{spread:.0e}",
             ]
         )
+    return rows, results
+
+
+def _table(args, ref, reference, rows, load) -> str:
     m, n = ref["shape"]
     header = [
         "processes x threads",
@@ -362,13 +418,7 @@ def main(argv=None) -> int:
         "busiest process (what the layout takes on idle cores).\n\n"
         + _shared.markdown_table(header, rows)
     )
-    print(table)
-    tag = "similarity_distributed" + ("_quick" if args.quick else "")
-    config = {k: v for k, v in vars(args).items() if k not in ("worker", "result")}
-    config["load_average"] = load
-    path = _shared.write(tag, args.out, config, results, table)
-    print(f"wrote {path}")
-    return 0
+    return table
 
 
 if __name__ == "__main__":

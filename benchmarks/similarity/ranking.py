@@ -45,7 +45,11 @@ def _ours(train, test, users, items, towers, seed):
         warnings.simplefilter("ignore")  # ConvergenceWarning at max_iter
         model = TwoTowerModel(
             user_tower=towers, item_tower=towers, random_state=seed
-        ).fit(train, users if feats else None, items if feats else None)
+        ).fit(
+            train,
+            user_features=users if feats else None,
+            item_features=items if feats else None,
+        )
     seconds = time.perf_counter() - t0
     out = ranking(model.user_embeddings_, model.item_embeddings_, train, test, K)
     return {**out, "fit_s": seconds, "n_iter": model.n_iter_, "solver": model.solver_}

@@ -12,8 +12,8 @@ from embedopt import InvalidParameterError
 from embedopt.data import as_side_features
 from embedopt.nn import (
     RETRIEVAL_LOSSES,
+    ConcatTower,
     EmbeddingTower,
-    HybridTower,
     MLPTower,
     SideFeatureEncoder,
     cosine_scores,
@@ -69,33 +69,33 @@ def test_embedding_tower_rows_seeding_and_normalization():
 
 def test_towers_never_touch_the_global_random_state():
     state = torch.get_rng_state()
-    HybridTower(6, 4, _features(), hidden=8, generator=_gen())
+    ConcatTower(6, 4, _features(), hidden=8, generator=_gen())
     MLPTower(_features(), 4, hidden=8, generator=_gen())
     assert torch.equal(state, torch.get_rng_state())
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_hybrid_tower_shapes_unit_norm_and_dtype(dtype):
-    t = HybridTower(6, 4, _features(), hidden=8, generator=_gen(), dtype=dtype)
+    t = ConcatTower(6, 4, _features(), hidden=8, generator=_gen(), dtype=dtype)
     out = t(torch.tensor([0, 5, 2]))
     assert out.shape == (3, 4) and out.dtype == dtype
     torch.testing.assert_close(out.norm(dim=1), torch.ones(3, dtype=dtype))
     assert t.encoder.out_features == 16 * 2 + 16
     assert t.n_ids == 6 and t.n_components == 4
-    raw = HybridTower(6, 4, _features(), normalize=False, generator=_gen())
+    raw = ConcatTower(6, 4, _features(), normalize=False, generator=_gen())
     assert not torch.allclose(raw(torch.arange(6)).norm(dim=1), torch.ones(6))
 
 
 def test_float64_towers_start_from_the_float32_values():
-    a = _weights(HybridTower(6, 4, _features(), hidden=8, generator=_gen(3)))
+    a = _weights(ConcatTower(6, 4, _features(), hidden=8, generator=_gen(3)))
     b = _weights(
-        HybridTower(6, 4, _features(), hidden=8, generator=_gen(3), dtype=torch.float64)
+        ConcatTower(6, 4, _features(), hidden=8, generator=_gen(3), dtype=torch.float64)
     )
     assert all(torch.equal(a[k].double(), b[k]) for k in a)
 
 
 def test_initialization_rule():
-    t = HybridTower(6, 4, _features(), hidden=8, id_std=0.05, generator=_gen())
+    t = ConcatTower(6, 4, _features(), hidden=8, id_std=0.05, generator=_gen())
     w = t.mlp[0].weight
     assert w.shape == (8, 4 + 48)
     assert torch.all(t.mlp[0].bias == 0) and torch.all(t.encoder.project.bias == 0)
@@ -113,17 +113,17 @@ def test_initialization_rule():
 
 
 def test_gradients_reach_every_parameter():
-    t = HybridTower(6, 4, _features(), hidden=8, generator=_gen())
+    t = ConcatTower(6, 4, _features(), hidden=8, generator=_gen())
     t(torch.arange(6)).pow(3).sum().backward()
     for name, p in t.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, name
 
 
 def test_features_are_buffers_outside_the_state_dict():
-    t = HybridTower(6, 4, _features(), hidden=8, generator=_gen())
+    t = ConcatTower(6, 4, _features(), hidden=8, generator=_gen())
     assert t.encoder.categorical.shape == (6, 2) and t.encoder.dense.shape == (6, 4)
     assert not any("categorical" in k or "dense" in k for k in t.state_dict())
-    other = HybridTower(6, 4, _features(), hidden=8, generator=_gen(5))
+    other = ConcatTower(6, 4, _features(), hidden=8, generator=_gen(5))
     other.load_state_dict(t.state_dict())
     torch.testing.assert_close(other(torch.arange(6)), t(torch.arange(6)))
 
@@ -150,8 +150,8 @@ def test_bad_tower_arguments():
         MLPTower(as_side_features(None, 4), 3)
     with pytest.raises(InvalidParameterError, match="6 rows but the id embedding"):
         MLPTower(_features(), 3, id_embedding=EmbeddingTower(5, 2))
-    with pytest.raises(InvalidParameterError, match="'hidden' parameter of Hybrid"):
-        HybridTower(5, 3, hidden=0)
+    with pytest.raises(InvalidParameterError, match="'hidden' parameter of Concat"):
+        ConcatTower(5, 3, hidden=0)
 
 
 def test_scores():
@@ -188,8 +188,8 @@ def test_losses_against_their_definitions():
 @pytest.mark.gpu
 @requires_cuda
 def test_towers_on_cuda_match_cpu():
-    cpu = HybridTower(6, 4, _features(), hidden=8, generator=_gen(7))
-    gpu = HybridTower(6, 4, _features(), hidden=8, generator=_gen(7), device="cuda")
+    cpu = ConcatTower(6, 4, _features(), hidden=8, generator=_gen(7))
+    gpu = ConcatTower(6, 4, _features(), hidden=8, generator=_gen(7), device="cuda")
     assert gpu.encoder.dense.device.type == "cuda"
     ids = torch.arange(6)
     torch.testing.assert_close(gpu(ids.cuda()).cpu(), cpu(ids), rtol=1e-5, atol=1e-6)

@@ -865,7 +865,42 @@ def _ttr_fit_cases():
 
 def _ttr_check(est):
     out = est.recommend(np.arange(min(3, est.shape_[0])), 2)
-    _ids_check(lambda e: e.shape_[1])(est, None, out)
+    _ranked_check(est, None, out)
+
+
+def _score_check(est, c, out):
+    _scalar_check(est, c, out)
+    assert 0.0 <= out <= 1.0, out
+
+
+def _held_out_cases(est):
+    """Bad held-out pairs for ``score(X)`` (one float: precision@k)."""
+    return st.one_of(
+        _pairs_cases(_TT, est.shape_, fixed=True).map(
+            lambda bp: case(
+                [bp[1]],
+                bad=relabel(
+                    bp[0],
+                    huge=None,
+                    scaled=False,
+                    tiny=False,
+                    zeros=False,
+                    constant=False,
+                    overflow32=False,
+                ),
+            )
+        ),
+        junk().map(lambda b: case([b.value], bad=b)),
+    )
+
+
+def _ranked_check(est, c, out):
+    """``(ids, scores)`` of the retrieval surface (nn.RetrievalMixin)."""
+    ids, scores = out
+    _ids_check(lambda e: e.shape_[1])(est, c, ids)
+    scores = np.asarray(scores)
+    assert scores.shape == np.shape(ids), (scores.shape, np.shape(ids))
+    assert not np.isnan(scores).any() and np.all((scores > -np.inf) == (ids >= 0))
 
 
 def _users_cases(est, n, k_default=3):
@@ -881,27 +916,8 @@ def _users_cases(est, n, k_default=3):
 
 
 def _ttr_recommend_cases(est):
-    return st.one_of(
-        _users_cases(est, est.shape_[0]),
-        _pairs_cases(_TT, est.shape_, fixed=True).map(
-            lambda bp: case(
-                [np.arange(3), 3],
-                {"exclude": bp[1]},
-                relabel(
-                    bp[0],
-                    huge=None,
-                    scaled=False,
-                    tiny=False,
-                    zeros=False,
-                    constant=False,
-                    overflow32=False,
-                ),
-            )
-        ),
-        junk("exclude", optional=True).map(
-            lambda b: case([np.arange(3), 3], {"exclude": b.value}, b)
-        ),
-    )
+    # the training pairs are excluded with exclude_seen (the retrieval surface)
+    return _tm_recommend_cases(est)
 
 
 def _ttr_evaluate_cases(est):
@@ -922,9 +938,7 @@ def _ttr_evaluate_cases(est):
         ),
         bad_counts("k").map(lambda b: case([_TT], {"k": b.value}, b)),
         junk().map(lambda b: case([b.value], bad=b)),
-        junk("exclude", optional=True).map(
-            lambda b: case([_TT], {"exclude": b.value}, b)
-        ),
+        _tm_bool_cases("exclude_seen").map(lambda c: case([_TT], c.kwargs, c.bad)),
     )
 
 
@@ -958,8 +972,13 @@ TWO_TOWER_RETRIEVAL = Subject(
         {"warmup_steps", "n_steps", "warm_start_samples", "warm_start_iter", "hidden"}
     ),
     methods={
-        "recommend": Method(_ttr_recommend_cases, _ids_check(lambda e: e.shape_[1])),
+        "recommend": Method(_ttr_recommend_cases, _ranked_check),
+        "similar_items": Method(lambda est: _tm_similar_cases(est), _ranked_check),
         "evaluate": Method(_ttr_evaluate_cases, _metrics_check),
+        "score": Method(_held_out_cases, _score_check),
+        "predict": Method(
+            lambda est: _tm_score_cases(est), lambda est, c, out: check_finite(out)
+        ),
     },
 )
 
@@ -974,10 +993,10 @@ def _tm_fit_cases():
         ),
         junk().map(lambda b: case([b.value], bad=b)),
         _feature_cases(20, "user", fix_size=True).map(
-            lambda b: case([_TT, b.value], bad=b)
+            lambda b: case([_TT], {"user_features": b.value}, b)
         ),
         _feature_cases(12, "item", fix_size=True).map(
-            lambda b: case([_TT, None, b.value], bad=b)
+            lambda b: case([_TT], {"item_features": b.value}, b)
         ),
         _pairs_cases(_TT, _TT_SHAPE, fixed=True).map(
             lambda bp: case(
@@ -1046,7 +1065,17 @@ def _tm_bool_cases(name):
 
 
 def _tm_recommend_cases(est):
-    return st.one_of(_users_cases(est, est.shape_[0]), _tm_bool_cases("exclude_seen"))
+    return st.one_of(
+        _users_cases(est, est.shape_[0]),
+        _tm_bool_cases("exclude_seen"),
+        bad_indices(np.arange(4), est.shape_[1]).map(  # candidate items
+            lambda b: case(
+                [np.arange(3), 2],
+                {"items": b.value},
+                relabel(b, just_above=True, scalar=False),
+            )
+        ),
+    )
 
 
 def _tm_similar_cases(est):
@@ -1099,9 +1128,10 @@ TWO_TOWER_MODEL = Subject(
         "user_tower": [torch.nn.Linear(3, 3), torch.nn.Identity()],
     },
     methods={
-        "score": Method(_tm_score_cases, lambda est, c, out: check_finite(out)),
-        "recommend": Method(_tm_recommend_cases, _ids_check(lambda e: e.shape_[1])),
-        "similar_items": Method(_tm_similar_cases, _ids_check(lambda e: e.shape_[1])),
+        "predict": Method(_tm_score_cases, lambda est, c, out: check_finite(out)),
+        "score": Method(_held_out_cases, _score_check),
+        "recommend": Method(_tm_recommend_cases, _ranked_check),
+        "similar_items": Method(_tm_similar_cases, _ranked_check),
         "evaluate": Method(_tm_evaluate_cases, _metrics_check),
     },
 )

@@ -360,7 +360,9 @@ def test_retrieval_recommend_refuses_users_that_are_not_ints(retrieval_model, us
 
 
 def test_retrieval_recommend_caps_k_at_the_number_of_items(retrieval_model):
-    ids = retrieval_model.recommend([0, 1], HUGE)  # was a 24 TiB allocation
+    ids, scores = retrieval_model.recommend([0, 1], HUGE, exclude_seen=False)
+    # (that was a 24 TiB allocation)
+    assert ids.shape == scores.shape
     assert ids.shape == (2, retrieval_model.shape_[1])
     assert ((ids >= 0) & (ids < retrieval_model.shape_[1])).all()
 
@@ -431,7 +433,7 @@ def test_exclude_seen_must_be_a_bool(similarity_model, flag):
 
 def test_similarity_refuses_ragged_ids(similarity_model):
     with pytest.raises(DataValidationError, match="could not be read"):
-        similarity_model.score(RAGGED, [0, 1])
+        similarity_model.predict(RAGGED, [0, 1])
 
 
 @pytest.mark.parametrize(
@@ -441,7 +443,7 @@ def test_similarity_refuses_ragged_ids(similarity_model):
 def test_similarity_side_features_that_are_no_dict_of_rows(features, match):
     est = TwoTowerModel(2, max_iter=1, random_state=0, device="cpu")
     with pytest.raises(DataValidationError, match=match):
-        est.fit(_PAIRS, features)
+        est.fit(_PAIRS, user_features=features)
 
 
 def test_similarity_huge_index_is_refused_before_allocation():

@@ -116,7 +116,7 @@ def test_two_tower_protocol_and_shared_warm_start():
     u, i = _interactions()
     feats = dict(group=np.arange(30) % 5)
     ifeats = dict(genre=np.eye(4, dtype=np.float32)[np.arange(20) % 4])
-    base = _model(rotation="fixed").fit(
+    base = _model(rotation="none").fit(
         (u, i), shape=(30, 20), user_features=feats, item_features=ifeats
     )
     assert base.history_["distortion"].shape == (2,)
@@ -136,17 +136,18 @@ def test_two_tower_protocol_and_shared_warm_start():
     )
     R = gcd.net_.index.rotation_matrix()
     assert orthogonality_error(R) < 1e-5
-    rec = gcd.recommend(np.arange(30), k=5, exclude=(u, i))
+    rec, scores = gcd.recommend(np.arange(30), k=5)  # training pairs excluded
+    assert np.all(np.diff(scores, axis=1) <= 0)
     for q in range(30):
         assert not set(rec[q]) & set(i[u == q].tolist())
-    ev = gcd.evaluate((u[:50], i[:50]), k=5)
+    ev = gcd.evaluate((u[:50], i[:50]), k=5, exclude_seen=False)
     assert 0 <= ev["precision@5"] <= 1 and 0 <= ev["recall@5"] <= 1
     # more than the items left after the exclusions: padded with -1
-    rec = gcd.recommend(np.arange(30), k=20, exclude=(u, i))
+    rec, scores = gcd.recommend(np.arange(30), k=20)
     for q in range(30):
         left = 20 - len(set(i[u == q].tolist()))
         assert sorted(rec[q][:left]) == sorted(set(range(20)) - set(i[u == q]))
-        assert np.all(rec[q][left:] == -1)
+        assert np.all(rec[q][left:] == -1) and np.all(scores[q][left:] == -np.inf)
     with pytest.raises(InvalidParameterError, match="'k' parameter"):
         gcd.recommend([0], k=0)
 

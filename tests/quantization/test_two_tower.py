@@ -10,15 +10,16 @@ import torch
 
 from embedopt import DataValidationError, InvalidParameterError
 from embedopt.data import as_interactions
-from embedopt.nn import HybridTower
+from embedopt.nn import ConcatTower
 from embedopt.optim import GivensOptimizer, SolverResult
 from embedopt.quantization import (
     LAYER_ROTATION_OPTIMIZERS,
-    TWO_TOWER_ROTATIONS,
+    ROTATIONS,
     TwoTowerNet,
     TwoTowerRetrieval,
     train_two_tower_index,
 )
+from embedopt.quantization.two_tower import INDEX_ROTATIONS
 
 SMALL = dict(
     n_components=8,
@@ -43,25 +44,33 @@ def _pairs():
 
 
 def test_rotation_registry_names_and_spellings():
-    assert list(TWO_TOWER_ROTATIONS) == [
-        "fixed",
-        "cayley",
+    # one registry of rotation methods: the index trains R with those of
+    # ProductQuantizer's ROTATIONS that have a gradient form, by the same names
+    assert list(INDEX_ROTATIONS) == [
+        "none",
         "gcd_r",
         "gcd_g",
         "gcd_s",
+        "gcd_r_overlap",
+        "gcd_g_overlap",
+        "cayley",
         "unconstrained",
     ]
-    assert TWO_TOWER_ROTATIONS.get("GCD-G") == ("givens", "greedy")
-    assert "gcd-s" in TWO_TOWER_ROTATIONS
+    assert set(INDEX_ROTATIONS) == set(ROTATIONS) - {"opq"}
+    assert INDEX_ROTATIONS.get("none") == ("fixed", None)
+    assert INDEX_ROTATIONS.get("GCD-G") == ("givens", "greedy")
+    assert "gcd-s" in INDEX_ROTATIONS
     with pytest.raises(InvalidParameterError, match="Unknown rotation of TwoTower"):
-        TWO_TOWER_ROTATIONS.get("svd")
-    layers = {TWO_TOWER_ROTATIONS[name].layer for name in TWO_TOWER_ROTATIONS}
+        INDEX_ROTATIONS.get("svd")
+    with pytest.raises(InvalidParameterError, match="Unknown rotation of TwoTower"):
+        INDEX_ROTATIONS.get("opq")  # a closed-form step, not a gradient one
+    layers = {INDEX_ROTATIONS[name].layer for name in INDEX_ROTATIONS}
     assert layers == set(LAYER_ROTATION_OPTIMIZERS)
 
 
 def _net(rotation):
     g = torch.Generator().manual_seed(0)
-    towers = [HybridTower(n, 8, hidden=8, generator=g) for n in (5, 6)]
+    towers = [ConcatTower(n, 8, hidden=8, generator=g) for n in (5, 6)]
     return TwoTowerNet(*towers, n_subquantizers=2, n_centroids=4, rotation=rotation)
 
 
@@ -137,7 +146,7 @@ def test_estimator_accepts_both_spellings_and_reports_a_callback_stop():
     a.fit((u, i))
     b.fit((u, i))
     np.testing.assert_array_equal(
-        a.recommend(np.arange(20), 3), b.recommend(np.arange(20), 3)
+        a.recommend(np.arange(20), 3)[0], b.recommend(np.arange(20), 3)[0]
     )
     assert a.stop_reason_ == "n_steps" and a.shape_ == (20, 12)
     stopped = TwoTowerRetrieval(

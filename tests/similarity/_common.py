@@ -1,4 +1,5 @@
-"""Tiny all-pairs problems and their naive O(mn) reference objective."""
+"""Tiny all-pairs problems (their naive O(mn) reference is
+``embedopt.similarity.dense_objective``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 import torch
 
 from embedopt.data import as_side_features
-from embedopt.nn import EmbeddingTower, HybridTower, MLPTower
+from embedopt.nn import ConcatTower, EmbeddingTower, MLPTower
 from embedopt.similarity import AllPairsObjective
 
 M, N, K = 7, 5, 3
@@ -23,10 +24,10 @@ def towers(kind="mlp", dtype=torch.float64, seed=0, k=K):
     fu = as_side_features({"a": [0, 1, 2, 0, 1, 2, 0]}, M, "user")
     # Off zero: a zero input with zero biases sits on the ReLU kink.
     fv = as_side_features({"d": np.linspace(-1, 1, N)[:, None] + 0.1}, N, "item")
-    if kind == "hybrid":
+    if kind == "concat":
         return (
-            HybridTower(M, k, fu, hidden=4, normalize=True, generator=g, dtype=dtype),
-            HybridTower(N, k, fv, hidden=4, normalize=True, generator=g, dtype=dtype),
+            ConcatTower(M, k, fu, hidden=4, normalize=True, generator=g, dtype=dtype),
+            ConcatTower(N, k, fv, hidden=4, normalize=True, generator=g, dtype=dtype),
         )
     return (
         MLPTower(fu, k, hidden=4, normalize=False, generator=g, dtype=dtype),
@@ -63,31 +64,6 @@ def embed(obj, params):
             )
         )
     return out
-
-
-def naive_value(obj, prob, params, *, loss, omega, lam, imputed, imputation):
-    """The objective from the dense m x n matrices (eq. 5 + 7 or the all-pairs form)."""
-    P, Q = embed(obj, params)
-    Yhat = P @ Q.T
-    mask = torch.as_tensor(prob["mask"])
-    Y = torch.zeros(M, N, dtype=Yhat.dtype)
-    r, c, y = prob["pairs"]
-    Y[r, c] = torch.as_tensor(y, dtype=Yhat.dtype)
-    if loss == "square":
-        lo = 0.5 * (Y - Yhat) ** 2
-    else:
-        lo = torch.nn.functional.softplus(-Y * Yhat)
-    if isinstance(imputation, tuple):
-        Yt = torch.as_tensor(imputation[0] @ imputation[1].T, dtype=Yhat.dtype)
-    else:
-        Yt = torch.full_like(Yhat, float(imputation))
-    W = torch.as_tensor(np.outer(prob["a"], prob["b"]), dtype=Yhat.dtype)
-    imp = 0.5 * omega * W * (Yt - Yhat) ** 2
-    if imputed == "unobserved":
-        total = torch.where(mask, lo, imp).sum()
-    else:
-        total = (lo * mask).sum() + imp.sum()
-    return total + 0.5 * lam * sum((p**2).sum() for p in params)
 
 
 def make(

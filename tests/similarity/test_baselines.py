@@ -24,19 +24,21 @@ from embedopt.similarity import (
     AllPairsObjective,
     als,
     block_loss,
+    dense_objective,
     sampled_pairs_loss,
     stochastic,
 )
-from embedopt.similarity.baselines import _ALS, _PermutationStream
+from embedopt.similarity.baselines import _PermutationStream
+from embedopt.similarity.solvers import _ALS
 from tests.conftest import requires_cuda
 
-from ._common import K, M, N, make, naive_value, problem, towers
+from ._common import K, M, N, make, problem, towers
 
 ALL_PAIRS = np.array(list(itertools.product(range(M), range(N))))
 
 ESTIMATE_CONFIGS = list(
     itertools.product(
-        ["mlp", "table", "hybrid"],
+        ["mlp", "table", "concat"],
         ["square", "logistic"],
         ["unobserved", "all"],
         ["factors", 0.3],
@@ -55,11 +57,11 @@ def test_pair_estimate_has_exact_expectation(kind, loss, imputed, imputation):
     # E over one uniform pair (i, j) of its estimate mn t_ij + reg is the mean
     # of the estimates of all mn pairs; it must be L (and the naive dense
     # objective), and so must the gradient of the batch of all pairs.
-    obj, prob, ref = make(kind, loss, imputed, imputation=imputation)
+    obj, _prob, _ref = make(kind, loss, imputed, imputation=imputation)
     x = obj.initial_point()
     mean = np.mean([float(sampled_pairs_loss(obj, x, [i], [j])) for i, j in ALL_PAIRS])
     assert mean == pytest.approx(obj.value(x), rel=1e-12)
-    assert mean == pytest.approx(float(naive_value(obj, prob, x, **ref)), rel=1e-12)
+    assert mean == pytest.approx(float(dense_objective(obj, x)), rel=1e-12)
     xs = tuple(p.clone().requires_grad_(True) for p in x)
     est = sampled_pairs_loss(obj, xs, ALL_PAIRS[:, 0], ALL_PAIRS[:, 1])
     assert float(est.detach()) == pytest.approx(obj.value(x), rel=1e-13)
@@ -266,7 +268,7 @@ def _table_problem(imputed="unobserved", imputation="factors", lam=0.1, omega=0.
 
 @pytest.mark.parametrize("imputed,imputation,lam", ALS_CONFIGS)
 def test_als_half_steps_solve_their_block_exactly(imputed, imputation, lam):
-    obj, prob, ref = _table_problem(imputed, imputation, lam)
+    obj, _prob, _ref = _table_problem(imputed, imputation, lam)
     solver = _ALS(obj, "ALS")
     x = list(obj.initial_point())
     f_prev, g0 = obj.value_and_grad(tuple(x))
@@ -281,7 +283,7 @@ def test_als_half_steps_solve_their_block_exactly(imputed, imputation, lam):
         f_prev = f
     # ... and of the naive dense objective, independently of its gradient code.
     xs = [p.clone().requires_grad_(True) for p in x]
-    g_naive = torch.autograd.grad(naive_value(obj, prob, xs, **ref), xs)
+    g_naive = torch.autograd.grad(dense_objective(obj, xs), xs)
     assert float(g_naive[1].abs().max()) < 1e-12 * scale
 
 

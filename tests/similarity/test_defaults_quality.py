@@ -19,7 +19,8 @@ from tests.conftest import data_dir, requires_dataset
 def _precision(model, test) -> float:
     users = np.unique(test.users)
     relevant = [test.items[test.users == u] for u in users]
-    return precision_at_k(model.recommend(users, k=10), relevant, 10)
+    ids, _ = model.recommend(users, k=10)
+    return precision_at_k(ids, relevant, 10)
 
 
 @requires_dataset("movielens-100k")
@@ -33,7 +34,9 @@ def test_defaults_beat_tuned_ials_on_movielens_100k():
     assert tables.solver_ == "als"
     assert _precision(tables, test) > 0.3575  # k = 32 gave 0.3569
 
-    hybrid = TwoTowerModel(random_state=0).fit(train, dict(d.user_features), items)
+    hybrid = TwoTowerModel(random_state=0).fit(
+        train, user_features=dict(d.user_features), item_features=items
+    )
     assert hybrid.solver_ == "gauss_newton"
     assert hybrid.stop_reason_ == "tol"  # no ConvergenceWarning with defaults
     assert _precision(hybrid, test) > 0.361  # 50-step CG: 0.3538

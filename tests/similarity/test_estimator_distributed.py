@@ -40,14 +40,14 @@ def _fit(group, random_state=0, solver="auto"):
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning at max_iter = 3
-        model.fit(pairs, uf, vf)
+        model.fit(pairs, user_features=uf, item_features=vf)
     return {
         "P": model.user_embeddings_,
         "Q": model.item_embeddings_,
         "objective": model.objective_,
         "solver": model.solver_,
         "n_iter": model.n_iter_,
-        "recommend": model.recommend(np.arange(M_USERS), k=3),
+        "recommend": model.recommend(np.arange(M_USERS), k=3)[0],
     }
 
 

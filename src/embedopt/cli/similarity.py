@@ -90,23 +90,8 @@ def _load(args):
 
 def run(args) -> int:
     """Run ``embedopt similarity``; return the exit status."""
-    from ..similarity import TwoTowerModel
-
     train, test, users, items = _load(args)
-    kw = {
-        k: getattr(args, k)
-        for k in ("omega", "lam", "max_iter")
-        if getattr(args, k) is not None
-    }
-    model = TwoTowerModel(
-        args.n_components,
-        user_tower=args.towers,
-        item_tower=args.towers,
-        solver=args.solver,
-        eval_k=args.k,
-        **fit_options(args),  # tol=None (no --tol) is the model's default
-        **kw,
-    )
+    model = _model(args)
     feats = args.towers != "embedding"
     m, n = train.shape
     print(
@@ -116,10 +101,50 @@ def run(args) -> int:
     total, caught = fit_recording(
         model.fit,
         train,
-        users if feats else None,
-        items if feats else None,
+        user_features=users if feats else None,
+        item_features=items if feats else None,
         validation=test,
     )
+    metrics = _report(model, test, total, args)
+    _plot(args.plot, model, args)
+    report_warnings(caught)
+    write_json(
+        args.json,
+        {
+            "data": args.data,
+            "towers": args.towers,
+            "solver": args.solver,
+            "objective": model.objective_,
+            "n_iter": model.n_iter_,
+            "fit_seconds": total,
+            **metrics,
+        },
+    )
+    return 0
+
+
+def _model(args):
+    """The TwoTowerModel the options ask for."""
+    from ..similarity import TwoTowerModel
+
+    kw = {
+        k: getattr(args, k)
+        for k in ("omega", "lam", "max_iter")
+        if getattr(args, k) is not None
+    }
+    return TwoTowerModel(
+        args.n_components,
+        user_tower=args.towers,
+        item_tower=args.towers,
+        solver=args.solver,
+        eval_k=args.k,
+        **fit_options(args),  # tol=None (no --tol) is the model's default
+        **kw,
+    )
+
+
+def _report(model, test, total: float, args) -> dict:
+    """Print the convergence table and the test metrics; return the metrics."""
     print(f"\n{model.solver_} convergence (P@{args.k} on the test pairs):")
     columns = [
         *ITERATION_COLUMNS,
@@ -139,21 +164,7 @@ def run(args) -> int:
         f"objective {model.objective_:.8g}  iterations {model.n_iter_} "
         f"({model.stop_reason_})  fit {total:.2f} s"
     )
-    _plot(args.plot, model, args)
-    report_warnings(caught)
-    write_json(
-        args.json,
-        {
-            "data": args.data,
-            "towers": args.towers,
-            "solver": args.solver,
-            "objective": model.objective_,
-            "n_iter": model.n_iter_,
-            "fit_seconds": total,
-            **metrics,
-        },
-    )
-    return 0
+    return metrics
 
 
 def _plot(path, model, args) -> None:

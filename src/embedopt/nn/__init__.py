@@ -1,10 +1,11 @@
 """Neural building blocks shared by the two-tower models of several packages.
 
 Towers (plain ``torch.nn.Module`` s mapping ids to k-dimensional embeddings:
-id embedding tables, MLPs over side features, and their combination), pair
-scores and retrieval losses over in-batch negatives. The trainable index of
-:mod:`embedopt.quantization` and the all-pairs similarity learning of
-``embedopt.similarity`` build their models from them.
+id embedding tables, MLPs over side features, and their combinations), pair
+scores, retrieval losses over in-batch negatives, and the retrieval surface
+(``recommend``, ``similar_items``, ``evaluate``) of every two-tower model.
+The trainable index of :mod:`embedopt.quantization` and the all-pairs
+similarity learning of ``embedopt.similarity`` build their models from them.
 """
 
 from .losses import (
@@ -15,24 +16,34 @@ from .losses import (
     in_batch_softmax_loss,
     retrieval_loss,
 )
+from .retrieval import RetrievalMixin, pairs_by_user, ranking_metrics
 from .towers import (
+    FEATURE_TOWERS,
+    TOWERS,
+    ConcatTower,
     EmbeddingTower,
-    HybridTower,
     MLPTower,
     SideFeatureEncoder,
     SumTower,
+    build_tower,
 )
 
 __all__ = [
+    "FEATURE_TOWERS",
     "RETRIEVAL_LOSSES",
+    "TOWERS",
+    "ConcatTower",
     "EmbeddingTower",
-    "HybridTower",
     "MLPTower",
+    "RetrievalMixin",
     "SideFeatureEncoder",
     "SumTower",
+    "build_tower",
     "cosine_scores",
     "dot_scores",
     "in_batch_hinge_loss",
     "in_batch_softmax_loss",
+    "pairs_by_user",
+    "ranking_metrics",
     "retrieval_loss",
 ]

@@ -8,8 +8,13 @@ two-tower model, scored by inner products or cosines of their outputs.
 - :class:`MLPTower`: a two-layer MLP over the side features of the id
   (categorical codes through learned embeddings, dense features through a
   linear map), optionally fed the id's row of an :class:`EmbeddingTower` too.
-- :class:`HybridTower`: that combination, id embedding plus side features
-  (the towers of Jiang et al., Sec. 3.2).
+- :class:`ConcatTower`: the id embedding and the side features concatenated
+  into one MLP, unit-norm output (the towers of Jiang et al., Sec. 3.2).
+- :class:`SumTower`: the sum of towers; :func:`build_tower` builds the
+  ``"hybrid"`` tower as the sum of an :class:`EmbeddingTower` and an
+  :class:`MLPTower` (an id's own row plus what its features predict).
+
+``"hybrid"`` has that one meaning across the library (:data:`TOWERS`).
 
 Every tower holds its side features as (non-persistent) buffers indexed by
 the ids, exposes ``n_ids`` and ``n_components``, and is built on the given
@@ -27,15 +32,18 @@ import math
 import torch
 from torch import nn
 
-from .._core import InvalidParameterError, check_memory
+from .._core import InvalidParameterError, Registry, check_memory
 from ..data import SideFeatures
 
 __all__ = [
+    "FEATURE_TOWERS",
+    "TOWERS",
+    "ConcatTower",
     "EmbeddingTower",
-    "HybridTower",
     "MLPTower",
     "SideFeatureEncoder",
     "SumTower",
+    "build_tower",
 ]
 
 
@@ -348,7 +356,7 @@ class MLPTower(_Tower):
         return self._output(self.mlp(torch.cat(parts, 1)))
 
 
-class HybridTower(MLPTower):
+class ConcatTower(MLPTower):
     """Id embedding and side features through one MLP, unit-norm output.
 
     ``tower(i) = normalize(MLP([W[i], e_1(c_i1), ..., e_c(c_ic), A d_i + b]))``
@@ -380,7 +388,7 @@ class HybridTower(MLPTower):
     >>> from embedopt.data import as_side_features
     >>> feats = as_side_features({"genre": [0, 1, 1, 2]}, 4, "item")
     >>> g = torch.Generator().manual_seed(0)
-    >>> tower = HybridTower(4, 8, feats, hidden=16, generator=g)
+    >>> tower = ConcatTower(4, 8, feats, hidden=16, generator=g)
     >>> tower(torch.tensor([0, 2])).shape
     torch.Size([2, 8])
     """
@@ -465,3 +473,79 @@ class SumTower(_Tower):
         for tower in self.towers[1:]:
             out = out + tower(ids)
         return out
+
+
+def _embedding_tower(n_ids, n_components, features, *, hidden, **common):
+    return EmbeddingTower(n_ids, n_components, std=0.1, **common)
+
+
+def _mlp_tower(n_ids, n_components, features, *, hidden, **common):
+    return MLPTower(features, n_components, hidden=hidden, normalize=False, **common)
+
+
+def _hybrid_tower(n_ids, n_components, features, *, hidden, **common):
+    # the id's own row plus what its features predict (the sum of both
+    # towers); matrix factorization is the case of a zero MLP
+    return SumTower(
+        _embedding_tower(n_ids, n_components, None, hidden=hidden, **common),
+        _mlp_tower(n_ids, n_components, features, hidden=hidden, **common),
+    )
+
+
+#: Built-in towers by name (:func:`build_tower`): ``"embedding"`` (a learned
+#: row per id), ``"mlp"`` (a two-layer MLP over the side features),
+#: ``"hybrid"`` (their sum, :class:`SumTower`).
+TOWERS = Registry(
+    "tower",
+    {"embedding": _embedding_tower, "mlp": _mlp_tower, "hybrid": _hybrid_tower},
+    owner="embedopt.nn",
+)
+
+#: The towers that read side features.
+FEATURE_TOWERS = ("mlp", "hybrid")
+
+
+def build_tower(
+    kind: str,
+    n_ids: int,
+    n_components: int,
+    features: SideFeatures | None = None,
+    *,
+    hidden: int = 64,
+    generator: torch.Generator | None = None,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> nn.Module:
+    """A built-in tower of :data:`TOWERS` with linear outputs.
+
+    Id embeddings start at ``N(0, 0.1^2)``; the MLPs are unnormalized.
+
+    Parameters
+    ----------
+    kind : {"embedding", "mlp", "hybrid"}
+    n_ids : int
+    n_components : int
+    features : SideFeatures, optional
+        Needed by ``"mlp"`` and ``"hybrid"``.
+    hidden : int
+        Hidden width of the MLP.
+    generator, device, dtype
+        As for :class:`EmbeddingTower`; the draws go to the id table first.
+
+    Returns
+    -------
+    torch.nn.Module
+
+    Examples
+    --------
+    >>> g = torch.Generator().manual_seed(0)
+    >>> build_tower("embedding", 5, 3, generator=g)(torch.tensor([0, 4])).shape
+    torch.Size([2, 3])
+    """
+    make = TOWERS.get(kind)
+    if TOWERS.resolve_name(kind) in FEATURE_TOWERS and features is None:
+        raise InvalidParameterError(
+            f"The {kind!r} tower needs side features; use 'embedding' without them."
+        )
+    common = dict(generator=generator, device=device, dtype=dtype)
+    return make(n_ids, n_components, features, hidden=hidden, **common)

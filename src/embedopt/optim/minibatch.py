@@ -77,6 +77,9 @@ def minibatch_train(
     callback: Callable[[IterationState], bool | None] | None = None,
     name: str = "minibatch",
     nonfinite_hint: str = "lower the learning rate",
+    monitor: IterationMonitor | None = None,
+    report: Callable[[dict[str, float], int], Mapping[str, Any]] | None = None,
+    point: Callable[[], Any] | None = None,
 ) -> SolverResult:
     """Run ``n_steps`` minibatch steps of one or more torch optimizers.
 
@@ -111,12 +114,26 @@ def minibatch_train(
         Solver name in progress bars, logs and errors.
     nonfinite_hint : str
         Likely cause named when the loss becomes NaN or infinite.
+    monitor : IterationMonitor, optional
+        The loop's monitor, for a loop that stops on its own rule (e.g. a
+        tolerance on the exact gradient): it bounds the history rows and
+        owns the verbosity, callback and stopping. Default: a fixed-budget
+        monitor of ``ceil(n_steps / log_every)`` rows.
+    report : callable, optional
+        ``report(means, steps_done) -> dict`` turns a window's means of the
+        terms of ``step`` into the values of its history row; called with
+        the clock paused (for evaluations the method itself does not use,
+        such as the exact objective). Default: the means.
+    point : callable, optional
+        ``point()`` returns what the callback sees as ``state.x`` and the
+        result holds as ``x``; default ``model``.
 
     Returns
     -------
     SolverResult
         ``x`` is ``model``; ``n_iter`` the number of history rows;
-        ``stop_reason`` is ``"n_steps"`` (budget spent) or ``"callback"``;
+        ``stop_reason`` is ``"n_steps"`` (budget spent) or ``"callback"``
+        (or what ``monitor`` says);
         ``history`` has ``iteration``, ``time``, ``objective`` and every other
         term returned by ``step``, each the mean over the row's window of
         steps; ``info["n_steps"]`` the steps taken.
@@ -151,19 +168,25 @@ def minibatch_train(
         if isinstance(optimizers, torch.optim.Optimizer)
         else list(optimizers)
     )
-    monitor = IterationMonitor(
-        name,
-        max(1, math.ceil(n_steps / log_every)),
-        0.0,
-        verbose=verbose,
-        callback=callback,
-        nonfinite_hint=nonfinite_hint,
-        budget=True,
-    )
+    own_monitor = monitor is None
+    if own_monitor:
+        monitor = IterationMonitor(
+            name,
+            max(1, math.ceil(n_steps / log_every)),
+            0.0,
+            verbose=verbose,
+            callback=callback,
+            nonfinite_hint=nonfinite_hint,
+            budget=True,
+        )
+    current = point if point is not None else (lambda: model)
     done = 0
     for _ in monitor:
-        # Window sums in Python floats, in step order (the history is their mean).
-        sums: dict[str, float] = {}
+        if done >= n_steps:
+            break
+        # Window sums in float64, in step order (the history is their mean);
+        # read once per window, so queued device work stays on the clock.
+        sums: dict[str, torch.Tensor] = {}
         k = 0
         while k < log_every and done < n_steps:
             out = step(sampler())
@@ -174,11 +197,17 @@ def minibatch_train(
             for opt in opts:
                 opt.step()
             for key, value in terms.items():
-                sums[key] = sums.get(key, 0.0) + float(value.detach())
+                v = value.detach().to(torch.float64)
+                sums[key] = sums[key] + v if key in sums else v
             k += 1
             done += 1
-        monitor.record(model, **{key: s / k for key, s in sums.items()})
-    res = monitor.result(model, n_steps=done)
-    if res.stop_reason == "max_iter":
+        means = {key: float(s) / k for key, s in sums.items()}
+        if report is not None:
+            with monitor.paused():
+                means = dict(report(means, done))
+        if monitor.record(current(), **means):
+            break
+    res = monitor.result(current(), n_steps=done)
+    if own_monitor and res.stop_reason == "max_iter":
         res.stop_reason = "n_steps"
     return res

@@ -39,7 +39,6 @@ from .solvers import (
 )
 from .two_tower import (
     LAYER_ROTATION_OPTIMIZERS,
-    TWO_TOWER_ROTATIONS,
     TwoTowerNet,
     train_towers,
     train_two_tower_index,
@@ -53,7 +52,6 @@ __all__ = [
     "ROTATION_INITS",
     "ROTATION_LEARNERS",
     "SOLVERS",
-    "TWO_TOWER_ROTATIONS",
     "CayleyLearner",
     "CayleyRotation",
     "GivensLearner",

@@ -1,7 +1,7 @@
 """Two-tower model with a trainable PQ index: network and training (Sec. 3.2).
 
 Users and items are embedded by two towers (id embedding + side features +
-MLP, cosine scoring: :class:`~embedopt.nn.HybridTower`); the item tower ends
+MLP, cosine scoring: :class:`~embedopt.nn.ConcatTower`); the item tower ends
 with a :class:`~.layers.ProductQuantizationLayer` (Figure 1).
 :func:`train_two_tower_index` follows the protocol of Sec. 3.2:
 
@@ -44,7 +44,7 @@ from .._core import (
     validate_params,
 )
 from ..data import SideFeatures, as_interactions, as_side_features
-from ..nn import RETRIEVAL_LOSSES, HybridTower, retrieval_loss
+from ..nn import RETRIEVAL_LOSSES, ConcatTower, retrieval_loss
 from ..optim import (
     GivensOptimizer,
     IterationState,
@@ -54,11 +54,12 @@ from ..optim import (
 )
 from .baselines import opq
 from .layers import ProductQuantizationLayer
+from .rotation_learners import ROTATIONS, RotationMethod
 
 __all__ = [
+    "INDEX_ROTATIONS",
     "LAYER_ROTATION_OPTIMIZERS",
     "TWO_TOWER_CONSTRAINTS",
-    "TWO_TOWER_ROTATIONS",
     "TwoTowerNet",
     "TwoTowerRotation",
     "train_towers",
@@ -82,16 +83,29 @@ class TwoTowerRotation(NamedTuple):
     selection: str | None
 
 
-#: Rotation methods of the indexing layer (``"gcd-g"`` finds ``"gcd_g"``).
-TWO_TOWER_ROTATIONS = Registry(
+def _layer_form(method: RotationMethod) -> TwoTowerRotation | None:
+    """How the indexing layer learns R under a method of :data:`ROTATIONS`:
+    no rotation step keeps the warm start's R fixed; GCD, Cayley and the
+    unconstrained matrix take gradient steps; OPQ's closed-form Procrustes
+    step has no form in end-to-end training (None)."""
+    if method.learner is None:
+        return TwoTowerRotation("fixed", None)
+    if method.learner == "givens":
+        return TwoTowerRotation("givens", str(method.options["selection"]))
+    if method.learner in ("cayley", "unconstrained"):
+        return TwoTowerRotation(method.learner, None)
+    return None
+
+
+#: The methods of :data:`~.rotation_learners.ROTATIONS` (the one registry of
+#: rotation methods) that the indexing layer trains R with, by the same names
+#: (``"gcd-g"`` finds ``"gcd_g"``; ``"none"`` keeps the OPQ warm start's R).
+INDEX_ROTATIONS = Registry(
     "rotation",
     {
-        "fixed": TwoTowerRotation("fixed", None),
-        "cayley": TwoTowerRotation("cayley", None),
-        "gcd_r": TwoTowerRotation("givens", "random"),
-        "gcd_g": TwoTowerRotation("givens", "greedy"),
-        "gcd_s": TwoTowerRotation("givens", "steepest"),
-        "unconstrained": TwoTowerRotation("unconstrained", None),
+        name: form
+        for name in ROTATIONS
+        if (form := _layer_form(ROTATIONS[name])) is not None
     },
     owner="TwoTowerRetrieval",
 )
@@ -133,7 +147,7 @@ class TwoTowerNet(nn.Module):
     Parameters
     ----------
     user_tower, item_tower : torch.nn.Module
-        ``tower(ids) -> (b, k)``, e.g. :class:`~embedopt.nn.HybridTower`; the
+        ``tower(ids) -> (b, k)``, e.g. :class:`~embedopt.nn.ConcatTower`; the
         item tower has an ``n_components`` attribute (k) and sets the device
         and dtype of the indexing layer.
     n_subquantizers, n_centroids : int
@@ -269,7 +283,7 @@ TWO_TOWER_CONSTRAINTS = {
     "hidden": [Interval(int, 1, None)],
     "n_subquantizers": [Interval(int, 1, None)],
     "n_centroids": [Interval(int, 1, 65536)],
-    "rotation": [Options(TWO_TOWER_ROTATIONS)],
+    "rotation": [Options(INDEX_ROTATIONS)],
     "loss": [Options(RETRIEVAL_LOSSES)],
     "margin": [Interval(float, 0, None)],
     "temperature": [Interval(float, 0, None, closed="neither")],
@@ -486,7 +500,7 @@ def _train(data, user_features, item_features, settings, warm_state, rs, dev, dt
     g_warm, g_opq, g_idx, g_rot = (
         torch.Generator().manual_seed(int(rs.numpy.integers(2**62))) for _ in range(4)
     )
-    method = TWO_TOWER_ROTATIONS.get(settings["rotation"])
+    method = INDEX_ROTATIONS.get(settings["rotation"])
     net = _build_net(
         data.shape,
         _categorical_only(user_features),
@@ -500,15 +514,24 @@ def _train(data, user_features, item_features, settings, warm_state, rs, dev, dt
     users = torch.as_tensor(data.users, device=dev)
     items = torch.as_tensor(data.items, device=dev)
     train_kw = {k: settings[k] for k in _TRAIN_KEYS}
+    warm = None
     if warm_state is None:
-        warm_state = _warm_phases(net, users, items, g_warm, g_opq, settings, train_kw)
+        warm, warm_state = _warm_phases(
+            net, users, items, g_warm, g_opq, settings, train_kw
+        )
         warm_state["shape"] = data.shape
     else:
         net.user_tower.load_state_dict(warm_state["user_tower"])
         net.item_tower.load_state_dict(warm_state["item_tower"])
-    res = _index_phase(
-        net, users, items, warm_state, method, (g_idx, g_rot), settings, train_kw
-    )
+    if warm is not None and warm.stop_reason == "callback":
+        # a callback that returns True ends the whole fit: the index keeps
+        # the OPQ warm start and the index phase never runs
+        net.index.set_state(warm_state["rotation"], warm_state["codebooks"])
+        res = warm
+    else:
+        res = _index_phase(
+            net, users, items, warm_state, method, (g_idx, g_rot), settings, train_kw
+        )
     net.eval()
     res.info["warm_state"] = warm_state
     return res
@@ -537,8 +560,8 @@ def _build_net(
 ) -> TwoTowerNet:
     """The two towers (user tower first: seeded draws in a fixed order), the index."""
 
-    def tower(n_ids: int, features: SideFeatures) -> HybridTower:
-        return HybridTower(
+    def tower(n_ids: int, features: SideFeatures) -> ConcatTower:
+        return ConcatTower(
             n_ids,
             settings["n_components"],
             features,
@@ -588,7 +611,7 @@ def _index_phase(net, users, items, state, method, generators, settings, train_k
         rotation_optimizer=rot_opt,
         distortion_weight=settings["distortion_weight"],
         generator=g_idx,
-        name=f"two_tower[{TWO_TOWER_ROTATIONS.resolve_name(settings['rotation'])}]",
+        name=f"two_tower[{INDEX_ROTATIONS.resolve_name(settings['rotation'])}]",
         **train_kw,
     )
 
@@ -597,8 +620,11 @@ def _cloned(state: dict) -> dict:
     return {k: v.detach().clone() for k, v in state.items()}
 
 
-def _warm_phases(net, users, items, g_warm, g_opq, settings, train_kw) -> dict:
-    """Phases 1-2: warm-up steps, then the OPQ warm start of the index."""
+def _warm_phases(net, users, items, g_warm, g_opq, settings, train_kw):
+    """Phases 1-2: warm-up steps, then the OPQ warm start of the index.
+
+    Returns the warm-up's result (None without warm-up) and the warm state.
+    """
     warm = None
     if settings["warmup_steps"]:
         warm = train_towers(
@@ -631,7 +657,7 @@ def _warm_phases(net, users, items, g_warm, g_opq, settings, train_kw) -> dict:
             device=emb.device,
             dtype=emb.dtype,
         )
-    return dict(
+    return warm, dict(
         user_tower=_cloned(net.user_tower.state_dict()),
         item_tower=_cloned(net.item_tower.state_dict()),
         rotation=ws.x.rotation.clone(),

@@ -11,21 +11,19 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from .._core import (
     BaseEstimator,
     DataValidationError,
-    Interval,
-    as_array,
     check_is_fitted,
     renamed_parameters,
     to_numpy,
-    validate_params,
 )
 from ..data import as_interactions
-from ..metrics import precision_at_k, recall_at_k
-from .two_tower import TWO_TOWER_CONSTRAINTS, train_two_tower_index
+from ..nn import RetrievalMixin
+from .two_tower import INDEX_ROTATIONS, TWO_TOWER_CONSTRAINTS, train_two_tower_index
 
 __all__ = ["TwoTowerRetrieval"]
 
@@ -51,10 +49,13 @@ _TRAIN_PARAMS = (
 )
 
 
-class TwoTowerRetrieval(BaseEstimator):
+class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
     """Two-tower retrieval model with a trainable PQ index (Jiang et al., Sec. 3.2).
 
-    Fitting calls :func:`train_two_tower_index`.
+    Fitting calls :func:`train_two_tower_index`; ``recommend``,
+    ``similar_items``, ``evaluate`` and ``score`` (those of every two-tower
+    model, :class:`~embedopt.nn.RetrievalMixin`) search the items' PQ codes
+    by inner-product ADC; ``predict`` scores pairs exactly.
 
     Parameters
     ----------
@@ -64,9 +65,14 @@ class TwoTowerRetrieval(BaseEstimator):
         Hidden width of each tower.
     n_subquantizers, n_centroids : int
         M and K of the indexing layer.
-    rotation : {"fixed", "cayley", "gcd_r", "gcd_g", "gcd_s", "unconstrained"}
-        How R evolves after the OPQ warm start (``"fixed"``: the baseline);
-        hyphenated spellings (``"gcd-g"``) are accepted.
+    rotation : str
+        How R evolves after the OPQ warm start: a name of
+        :data:`~embedopt.quantization.ROTATIONS` (the rotation methods of
+        :class:`~embedopt.quantization.ProductQuantizer` too) with a
+        gradient form, ``"none"`` (R fixed: the baseline), ``"gcd_r"``,
+        ``"gcd_g"``, ``"gcd_s"``, ``"gcd_r_overlap"``, ``"gcd_g_overlap"``,
+        ``"cayley"`` or ``"unconstrained"`` (not ``"opq"``); hyphenated
+        spellings (``"gcd-g"``) are accepted.
     loss : {"hinge", "softmax"}
         Retrieval loss over in-batch negatives (paper: hinge, margin 0.1).
     margin, temperature : float
@@ -99,7 +105,8 @@ class TwoTowerRetrieval(BaseEstimator):
         history row.
     callback : callable, optional
         ``callback(state) -> bool | None`` after each history row of each
-        training phase; True ends that phase.
+        training phase; True ends the whole fit (during the warm-up, the
+        index keeps its OPQ warm start and the index phase does not run).
 
     Attributes
     ----------
@@ -107,7 +114,8 @@ class TwoTowerRetrieval(BaseEstimator):
     shape_ : tuple of int
         ``(n_users, n_items)``.
     history_ : dict of numpy.ndarray
-        Index phase (``objective``, ``retrieval_loss``, ``distortion``).
+        Index phase (``objective``, ``retrieval_loss``, ``distortion``), or
+        the warm-up's where a callback ended the fit there.
     warmup_history_ : dict of numpy.ndarray
     warm_state_ : dict
         Towers after warm-up and the OPQ warm start (for ``warm_start_from``).
@@ -115,6 +123,11 @@ class TwoTowerRetrieval(BaseEstimator):
         OPQ distortion of the warm-start sample.
     n_iter_ : int
     stop_reason_ : str
+        ``"n_steps"`` or ``"callback"``.
+    solver_ : str
+        The rotation method that trained R (its :data:`ROTATIONS` name).
+    objective_ : float
+        Mean training loss of the last history row.
 
     Notes
     -----
@@ -240,7 +253,10 @@ class TwoTowerRetrieval(BaseEstimator):
         self.warm_state_ = res.info["warm_state"]
         self.warm_start_distortion_ = self.warm_state_["distortion"]
         self.warmup_history_ = self.warm_state_["warmup_history"]
-        self._store_result(res)
+        self._seen = sp.csr_matrix(
+            (np.ones(len(data)), (data.users, data.items)), shape=data.shape
+        )
+        self._store_result(res, solver=INDEX_ROTATIONS.resolve_name(self.rotation))
         return self
 
     # -- retrieval ---------------------------------------------------------------
@@ -258,92 +274,63 @@ class TwoTowerRetrieval(BaseEstimator):
         emb = net.items(torch.arange(self.shape_[1], device=dev))
         return net.index.encode(emb)
 
+    # -- the retrieval hooks (RetrievalMixin) ---------------------------------------
+    _fitted_attr = "net_"
+
     @torch.no_grad()
-    def recommend(self, users, k: int = 100, *, exclude=None) -> np.ndarray:
-        """Top-k items of each user, searched through the PQ index (ADC, inner product).
-
-        Parameters
-        ----------
-        users : array-like of int, shape (n,)
-        k : int
-            Items per user; at most the number of items are returned.
-        exclude : ObservedEntries or tuple (users, items), optional
-            Pairs never to recommend (e.g. the training interactions).
-
-        Returns
-        -------
-        numpy.ndarray of int64, shape (n, min(k, n_items))
-            Item ids by decreasing score; -1 pads a row when fewer items are
-            left after the exclusions. Items with the same PQ code
-            have equal scores; their order is unspecified (see Notes of the
-            class).
-        """
-        check_is_fitted(self, "net_")
+    def _user_vectors(self, users: np.ndarray) -> torch.Tensor:
         net = self.net_
-        owner = f"{type(self).__name__}.recommend"
-        validate_params(owner, dict(k=k), {"k": [Interval(int, 1, None)]})
-        k = min(int(k), self.shape_[1])
-        u = as_array(users, "users")
-        if u.dtype == bool or not np.issubdtype(u.dtype, np.integer):
-            raise DataValidationError(
-                f"users must be integer indices; got dtype {u.dtype}."
-            )
-        u = u.ravel()
-        if u.size and (u.min() < 0 or u.max() >= self.shape_[0]):
-            raise DataValidationError(
-                f"user indices must lie in [0, {self.shape_[0]})."
-            )
-        u = u.astype(np.int64)
-        dev = net.device
-        codes = self.item_codes()
-        seen: dict[int, set] = {}
-        extra = 0
-        if exclude is not None:
-            ex = as_interactions(exclude, self.shape_)
-            er, ec = ex.users, ex.items
-            order = np.argsort(er, kind="stable")
-            er, ec = er[order], ec[order]
-            bounds = np.searchsorted(er, u, "left"), np.searchsorted(er, u, "right")
-            for q, (a, b) in enumerate(zip(*bounds, strict=True)):
-                seen[q] = set(ec[a:b].tolist())
-            extra = max((len(s) for s in seen.values()), default=0)
-        out = np.full((u.size, k), -1, dtype=np.int64)
-        for a in range(0, u.size, 512):
-            q = net.users(torch.as_tensor(u[a : a + 512], device=dev))
-            _, ids = net.index.search(q, codes, min(k + extra, codes.shape[0]))
-            ids = to_numpy(ids)
-            for r in range(ids.shape[0]):
-                s = seen.get(a + r)
-                row = ids[r] if not s else ids[r][~np.isin(ids[r], list(s))]
-                out[a + r, : min(k, row.size)] = row[:k]
-        return out
+        ids = torch.as_tensor(users, device=net.device)
+        if ids.numel() == 0:
+            return net.users(ids)
+        # in batches of 512 users, as the searches run
+        return torch.cat([net.users(ids[a : a + 512]) for a in range(0, len(ids), 512)])
 
-    def evaluate(self, test, *, exclude=None, k: int = 100) -> dict:
-        """precision@k and recall@k of retrieval through the index.
+    @torch.no_grad()
+    def _item_vectors(self, items: np.ndarray | None) -> torch.Tensor:
+        """Item embeddings before the index (the queries of ``similar_items``)."""
+        net = self.net_
+        if items is None:
+            items = np.arange(self.shape_[1])
+        return net.items(torch.as_tensor(items, device=net.device))
 
-        Parameters
-        ----------
-        test : ObservedEntries or tuple (users, items)
-            Held-out positive pairs; every user with one is a query.
-        exclude : ObservedEntries or tuple, optional
-            Training pairs removed from the rankings.
-        k : int
+    def _seen_pairs(self) -> sp.csr_matrix:
+        return self._seen
 
-        Returns
-        -------
-        dict
-            ``precision@k``, ``recall@k``, ``n_users``.
+    @torch.no_grad()
+    def _search(self, queries, k, exclude, candidates):
+        """Inner-product ADC search of the queries among the items' PQ codes.
+
+        Each query asks the index for ``k`` plus the most exclusions of any
+        query, then drops its own; -1 pads a row when fewer items are left.
+        Items with the same PQ code have equal scores; their order is
+        unspecified (see Notes of the class).
         """
-        check_is_fitted(self, "shape_")
-        held_out = as_interactions(test, self.shape_)
-        tr, tc = held_out.users, held_out.items
-        users = np.unique(tr)
-        order = np.argsort(tr, kind="stable")
-        tr, tc = tr[order], tc[order]
-        rel = np.split(tc, np.searchsorted(tr, users[1:]))
-        ids = self.recommend(users, k, exclude=exclude)
-        return {
-            f"precision@{k}": precision_at_k(ids, rel, k),
-            f"recall@{k}": recall_at_k(ids, rel, k),
-            "n_users": int(users.size),
-        }
+        codes = self.item_codes()
+        if candidates is not None:
+            codes = codes[torch.as_tensor(candidates, device=codes.device)]
+            if exclude is not None:
+                exclude = exclude[:, candidates]
+        extra = (
+            int(np.diff(exclude.indptr).max(initial=0)) if exclude is not None else 0
+        )
+        out = np.full((queries.shape[0], k), -1, dtype=np.int64)
+        scores = np.full((queries.shape[0], k), -np.inf)
+        for a in range(0, queries.shape[0], 512):
+            s, ids = self.net_.index.search(
+                queries[a : a + 512], codes, min(k + extra, codes.shape[0])
+            )
+            s, ids = to_numpy(s).astype(np.float64), to_numpy(ids)
+            for r in range(ids.shape[0]):
+                keep = np.ones(ids.shape[1], dtype=bool)
+                if exclude is not None:
+                    row = exclude.indices[
+                        exclude.indptr[a + r] : exclude.indptr[a + r + 1]
+                    ]
+                    keep = ~np.isin(ids[r], row)
+                taken = min(k, int(keep.sum()))
+                out[a + r, :taken] = ids[r][keep][:k]
+                scores[a + r, :taken] = s[r][keep][:k]
+        if candidates is not None:
+            out = np.where(out >= 0, candidates[np.maximum(out, 0)], -1)
+        return out, scores

@@ -1,19 +1,18 @@
 """Extreme similarity learning: all-pairs two-tower training at O(m + n) cost."""
 
 from .baselines import (
-    ALS_CONSTRAINTS,
     OPTIMIZERS,
     STOCHASTIC_CONSTRAINTS,
-    als,
     block_loss,
+    gradient_descent,
     sampled_pairs_loss,
     stochastic,
 )
 from .distributed import DistributedAllPairsObjective, run_distributed, shard_bounds
 from .estimators import TwoTowerModel
 from .losses import LOSSES, AutogradLoss, LogisticLoss, SquareLoss, get_loss
-from .objective import AllPairsObjective, popularity_weights
-from .solvers import SOLVERS, gauss_newton, get_solver, gradient_descent
+from .problem import AllPairsObjective, dense_objective, popularity_weights
+from .solvers import ALS_CONSTRAINTS, SOLVERS, als, gauss_newton, get_solver
 
 __all__ = [
     "ALS_CONSTRAINTS",
@@ -29,6 +28,7 @@ __all__ = [
     "TwoTowerModel",
     "als",
     "block_loss",
+    "dense_objective",
     "gauss_newton",
     "get_loss",
     "get_solver",

@@ -1,8 +1,8 @@
-"""The baselines of the all-pairs objective: stochastic training and ALS.
+"""The baselines of the all-pairs objective: stochastic training and gradient descent.
 
-Two families that users of two-tower models and of matrix factorization
-already know, run on the same :class:`~.objective.AllPairsObjective` as the
-paper's methods so that all of them are compared on the exact objective:
+Methods that users of two-tower models already know, run on the same
+:class:`~.problem.AllPairsObjective` as the paper's methods so that all of
+them are compared on the exact objective:
 
 - :func:`stochastic`: SG or Adam (``torch.optim``) on minibatches of pairs
   drawn uniformly from all m n pairs, or on dense row x column blocks, with
@@ -10,11 +10,10 @@ paper's methods so that all of them are compared on the exact objective:
   scaled so that the minibatch loss is an unbiased estimate of L. This is
   what training on all pairs costs without the paper's O(m + n) formulas:
   one epoch touches O(m n) pairs.
-- :func:`als`: alternating least squares for the linear case (both towers
-  plain embedding tables, square loss). Each half-step solves the row-wise
-  normal equations exactly, with the all-pairs term folded in through k x k
-  Gramians (Pan & Scholz, 2009; Hu et al., 2008), at
-  ``O(|O| k^2 + (m + n) k^3)`` per sweep.
+  The loop is :func:`~embedopt.optim.minibatch_train`, with a monitor that
+  stops on the exact gradient norm.
+- :func:`gradient_descent`: gradient descent with Armijo line search on the
+  exact objective, plain or scaled by the Gauss-Newton diagonal.
 
 The term of a pair (i, j) in ``L = sum_(i,j) t_ij + (lam / 2) ||theta||^2``
 is, with ``w_ij = (omega / 2) a_i b_j (Ytilde_ij - Yhat_ij)^2``::
@@ -37,20 +36,16 @@ from .._core import (
     resolve_random_state,
     validated_params,
 )
-from ..linalg import sparse_normal_equations, sparse_normal_equations_cg
-from ..linalg.points import norm
-from ..nn import EmbeddingTower
-from ..optim import RelativeChange, SolverResult
-from ..optim.monitor import solver_monitor
-from .losses import SquareLoss
-from .objective import AllPairsObjective, table_parameter
+from ..linalg.points import Point, as_tuple, pack
+from ..optim import SolverResult, armijo_gradient_descent, minibatch_train
+from ._run import _MONITORING, _OBJECTIVE, _check_point, _exact, _monitor
+from .problem import AllPairsObjective, _gn_diagonal, _mean
 
 __all__ = [
-    "ALS_CONSTRAINTS",
     "OPTIMIZERS",
     "STOCHASTIC_CONSTRAINTS",
-    "als",
     "block_loss",
+    "gradient_descent",
     "sampled_pairs_loss",
     "stochastic",
 ]
@@ -61,14 +56,6 @@ _F64 = torch.float64
 OPTIMIZERS = Registry(
     "optimizer", {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}, owner="stochastic"
 )
-
-_OBJECTIVE = InstanceOf(AllPairsObjective, "an AllPairsObjective")
-_MONITORING = {
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
-    "evaluate": ["callable", None],
-    "random_state": ["random_state"],
-}
 
 #: Constraints of :func:`stochastic`'s parameters (callers may check them early).
 STOCHASTIC_CONSTRAINTS = {
@@ -82,17 +69,6 @@ STOCHASTIC_CONSTRAINTS = {
     "max_iter": [Interval(int, 1, None)],
     "tol": [Interval(float, 0, None)],
     "optimizer_options": [InstanceOf(dict, "a dict"), None],
-    **_MONITORING,
-}
-
-#: Constraints of :func:`als`'s parameters.
-ALS_CONSTRAINTS = {
-    "objective": [_OBJECTIVE],
-    "max_iter": [Interval(int, 1, None)],
-    "tol": [Interval(float, 0, None)],
-    "chunk_size": [Interval(int, 1, None), None],
-    "cg_steps": [Interval(int, 1, None), None],
-    "stop_on": [Options(["grad_norm", "objective"])],
     **_MONITORING,
 }
 
@@ -307,46 +283,6 @@ def _block_shape(block_shape, batch_size: int, m: int, n: int, owner: str):
     return block_shape
 
 
-def _check_point(objective: AllPairsObjective, x0, owner: str) -> tuple:
-    if isinstance(x0, torch.Tensor) or not hasattr(x0, "__iter__"):
-        raise InvalidParameterError(
-            f"The 'x0' parameter of {owner} must be a tuple of tensors (see "
-            f"AllPairsObjective.initial_point). Got {type(x0).__name__}."
-        )
-    x0 = tuple(x0)
-    objective.split(x0)
-    if not all(isinstance(p, torch.Tensor) for p in x0):
-        raise InvalidParameterError(
-            f"The 'x0' parameter of {owner} must be a tuple of tensors."
-        )
-    return x0
-
-
-def _monitor(
-    name, max_iter, tol, verbose, callback, owner, hint, start, stop_on="grad_norm"
-):
-    """The monitor of a baseline, stopping like the paper's solvers on
-    ``||grad L(x)|| <= tol ||grad L(x0)||`` (``start``: f and the gradient
-    norm at x0, filled in once the clock runs), or on the relative objective
-    decrease per iteration; tol = 0 is a fixed budget."""
-    if stop_on == "objective":
-        stopping = RelativeChange(tol)
-    else:
-        stopping = lambda h: h.last("grad_norm") <= tol * start["grad_norm"]  # noqa: E731
-    return solver_monitor(
-        name, max_iter, tol, verbose, callback, owner or name, hint, stopping, tol == 0
-    )
-
-
-def _exact(objective: AllPairsObjective, x, evaluate) -> dict:
-    """The exact objective and gradient norm at x, plus ``evaluate(x)``."""
-    f, g = objective.value_and_grad(x)
-    out = {"objective": float(f), "grad_norm": norm(g)}
-    if evaluate is not None:
-        out.update(evaluate(x))
-    return out
-
-
 # -- stochastic training -----------------------------------------------------------
 @validated_params(STOCHASTIC_CONSTRAINTS, owner="stochastic")
 def stochastic(
@@ -476,384 +412,170 @@ def stochastic(
     """
     owner_name = name or f"{'Adam' if optimizer == 'adam' else 'SG'}-{sampling}"
     x0 = _check_point(objective, x0, owner_name)
-    options = dict(optimizer_options or {})
-    if "lr" in options or "params" in options:
-        raise InvalidParameterError(
-            f"The 'optimizer_options' parameter of {owner_name} must not set 'lr' "
-            "or 'params'; pass learning_rate instead."
-        )
     m, n = objective.shape
-    dev = objective.device
     params = [p.detach().clone().requires_grad_(True) for p in x0]
-    try:
-        opt = OPTIMIZERS.get(optimizer)(params, lr=learning_rate, **options)
-    except (TypeError, ValueError) as err:
-        raise InvalidParameterError(
-            f"The 'optimizer_options' parameter of {owner_name} was refused by "
-            f"the {optimizer!r} optimizer: {err}"
-        ) from None
+    opt = _optimizer(optimizer, params, learning_rate, optimizer_options, owner_name)
     terms = _PairTerms(objective, _point_dtype(objective, x0))
-    generator = resolve_random_state(random_state, owner_name).torch(dev)
-    if sampling == "pairs":
-        per_step = batch_size
-
-        def loss():
-            u = torch.randint(0, m, (batch_size,), generator=generator, device=dev)
-            v = torch.randint(0, n, (batch_size,), generator=generator, device=dev)
-            return terms.pairs(params, u, v)
-
-    else:
-        rows, cols = _block_shape(block_shape, batch_size, m, n, owner_name)
-        per_step = rows * cols
-        next_rows = _PermutationStream(m, rows, generator, dev)
-        next_cols = _PermutationStream(n, cols, generator, dev)
-
-        def loss():
-            return terms.block(params, next_rows(), next_cols())
-
-    per_epoch = pairs_per_epoch or m * n
-    steps = max(1, round(per_epoch / per_step))
+    generator = resolve_random_state(random_state, owner_name).torch(objective.device)
+    sampler, step, per_step = _sampling(
+        sampling, terms, params, batch_size, block_shape, generator, owner_name
+    )
+    steps = max(1, round((pairs_per_epoch or m * n) / per_step))
 
     def point():
         return tuple(p.detach() for p in params)
 
+    def report(means: dict, done: int) -> dict:
+        return {
+            "minibatch_objective": means["objective"],
+            "steps": done,
+            "pairs": done * per_step,
+            "passes": done * per_step / (m * n),
+            **_exact(objective, point(), evaluate),
+        }
+
     start: dict = {}
     monitor = _monitor(
-        owner_name,
-        max_iter,
-        tol,
-        verbose,
-        callback,
-        owner,
-        "lower the learning rate",
-        start,
+        owner_name, max_iter, tol, verbose, callback, owner, _HINT, start
     )
     monitor.start()
     with monitor.paused():
         start.update(_exact(objective, point(), None))
-    done = 0
-    for _ in monitor:
-        total = torch.zeros((), dtype=_F64, device=dev)
-        for _ in range(steps):
-            est = loss()
-            opt.zero_grad(set_to_none=True)
-            est.backward()
-            opt.step()
-            total += est.detach()
-        done += steps
-        # float() waits for the queued steps (CUDA), so they stay on the clock.
-        mean = float(total) / steps
-        with monitor.paused():
-            x = point()
-            exact = _exact(objective, x, evaluate)
-        if monitor.record(
-            x,
-            minibatch_objective=mean,
-            steps=done,
-            pairs=done * per_step,
-            passes=done * per_step / (m * n),
-            **exact,
-        ):
-            break
-    return monitor.result(
-        point(),
+    res = minibatch_train(
+        step,
+        sampler,
+        opt,
+        n_steps=max_iter * steps,
+        log_every=steps,
+        name=owner_name,
+        monitor=monitor,
+        report=report,
+        point=point,
+    )
+    res.info = dict(
         initial_objective=start["objective"],
         initial_grad_norm=start["grad_norm"],
         steps_per_epoch=steps,
         pairs_per_step=per_step,
     )
+    return res
 
 
-# -- alternating least squares -----------------------------------------------------
-class _ALSSide:
-    """One side's view of O as a compressed sparse matrix (entities x other
-    side): CSR for the users, CSC for the items."""
-
-    def __init__(self, own, other, c, r, n_entities, table_ids, position):
-        self.other, self.c, self.r = other, c, r
-        counts = torch.bincount(own, minlength=n_entities)
-        self.ptr = torch.zeros(n_entities + 1, dtype=torch.int64, device=own.device)
-        self.ptr[1:] = torch.cumsum(counts, 0)
-        self.ids = table_ids  # row of the table of each entity
-        self.position = position  # index of the table in the point
+_HINT = "lower the learning rate"
 
 
-class _ALS:
-    """The precomputed data of ALS on one objective (validated on creation)."""
-
-    def __init__(self, objective: AllPairsObjective, owner: str):
-        if not isinstance(objective.loss, SquareLoss):
-            raise InvalidParameterError(
-                f"{owner} solves the square loss only (loss='square'); got the "
-                f"{getattr(objective.loss, 'name', type(objective.loss).__name__)!r}"
-                " loss. Use a Gauss-Newton or gradient solver for other losses."
-            )
-        self.objective = objective
-        m, n = objective.shape
-        pat = objective.pattern
-        rows, cols = pat.row_indices(), pat.col_indices()
-        w = objective.omega * objective.pair_weights
-        if objective.imputed == "unobserved":
-            # The imputed term of an observed pair is not in L: take it back
-            # out of the all-pairs Gramian terms (eq. 10-11).
-            c = 1.0 - w
-            r = objective.labels - w * objective.ytilde
-        else:
-            c = torch.ones_like(w)
-            r = objective.labels
-        n_user = len(objective.sides[0].names)
-        ids = [
-            self._table_ids(side, owner) for side in objective.sides
-        ]  # validates both towers
-        csc = pat.transposed_structure()[2]  # column-major order of the pairs
-        self.sides = (
-            _ALSSide(rows, cols, c, r, m, ids[0], 0),
-            _ALSSide(cols[csc], rows[csc], c[csc], r[csc], n, ids[1], n_user),
+def _optimizer(name, params, learning_rate, optimizer_options, owner):
+    """The torch optimizer of :func:`stochastic`, its options checked."""
+    options = dict(optimizer_options or {})
+    if "lr" in options or "params" in options:
+        raise InvalidParameterError(
+            f"The 'optimizer_options' parameter of {owner} must not set 'lr' "
+            "or 'params'; pass learning_rate instead."
         )
-
-    @staticmethod
-    def _table_ids(side, owner: str) -> torch.Tensor:
-        pname = table_parameter(side.tower)
-        if pname is None:
-            raise InvalidParameterError(
-                f"{owner} needs both towers to be plain embedding tables "
-                "(EmbeddingTower with normalize=False, or torch.nn.Embedding "
-                f"without max_norm); the {side.name} tower is a "
-                f"{type(side.tower).__name__}"
-                + (
-                    " with normalize=True"
-                    if isinstance(side.tower, EmbeddingTower)
-                    else ""
-                )
-                + ". Use a Gauss-Newton, gradient or stochastic solver for "
-                "other towers."
-            )
-        if side.names != [pname]:
-            raise InvalidParameterError(
-                f"{owner} updates the table '{pname}' of the {side.name} tower, "
-                f"which must be its only trainable parameter; got {side.names}."
-            )
-        ids = side.inputs
-        n_ids = side.tower.weight.shape[0]
-        if (
-            ids.ndim != 1
-            or ids.dtype.is_floating_point
-            or (ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n_ids))
-            or torch.unique(ids).numel() != ids.numel()
-        ):
-            raise DataValidationError(
-                f"{owner} needs the {side.name} inputs to be distinct row ids of "
-                f"the table (1-D integers in [0, {n_ids})): each entity must own "
-                "one row."
-            )
-        return ids.long()
-
-    def half_step(
-        self, x: list, s: int, chunk_size: int | None, cg_steps: int | None = None
-    ) -> None:
-        """Replace the table of side ``s`` in ``x`` by its exact minimizer, or
-        by ``cg_steps`` conjugate-gradient steps towards it from where it is."""
-        obj = self.objective
-        me, you = self.sides[s], self.sides[1 - s]
-        side_me, side_you = obj.sides[s], obj.sides[1 - s]
-        F = x[you.position][you.ids].to(_F64)  # the other side's embeddings
-        wF = F.T * side_you.weights
-        G = wF @ F  # G_Q = Q^T B Q (or G_P)
-        C = wF @ side_you.tilde  # C_Q = Q^T B Qtilde (or C_P)
-        omega, lam = obj.omega, obj.lam
-        wa = omega * side_me.weights
-
-        def tilde_rhs(a, b):
-            # omega a_i C_Q ptilde_i, the imputed part of rhs_i
-            return wa[a:b, None] * (side_me.tilde[a:b] @ C.T)
-
-        # A_i = sum_{j in O_i} c_ij q_j q_j^T + omega a_i G_Q + lam I,
-        # rhs_i = sum_{j in O_i} r_ij q_j + omega a_i C_Q ptilde_i
-        system = dict(ridge=lam, gram=G, gram_weights=wa, rhs_extra=tilde_rhs)
-        old = x[me.position]
-        if cg_steps is None:
-            E = sparse_normal_equations(
-                me.ptr, me.other, me.c, me.r, F, chunk_size=chunk_size, **system
-            )
-        else:
-            E = sparse_normal_equations_cg(
-                me.ptr,
-                me.other,
-                me.c,
-                me.r,
-                F,
-                x0=old[me.ids],
-                n_steps=cg_steps,
-                dtype=old.dtype,
-                **system,
-            )
-        # Table rows no entity uses only carry lam/2 ||w||^2: 0 minimizes it.
-        table = old.detach().clone() if not lam else torch.zeros_like(old)
-        table[me.ids] = E.to(old.dtype)
-        x[me.position] = table
+    try:
+        return OPTIMIZERS.get(name)(params, lr=learning_rate, **options)
+    except (TypeError, ValueError) as err:
+        raise InvalidParameterError(
+            f"The 'optimizer_options' parameter of {owner} was refused by "
+            f"the {name!r} optimizer: {err}"
+        ) from None
 
 
-@validated_params(ALS_CONSTRAINTS, owner="als")
-def als(
-    objective: AllPairsObjective,
-    x0,
+def _sampling(sampling, terms, params, batch_size, block_shape, generator, owner):
+    """``(sampler, step, pairs per step)`` of :func:`stochastic`: the sampler
+    draws a batch (pairs, or a block's rows and columns), the step scores it."""
+    objective = terms.objective
+    m, n = objective.shape
+    dev = objective.device
+    if sampling == "pairs":
+
+        def pairs():
+            u = torch.randint(0, m, (batch_size,), generator=generator, device=dev)
+            v = torch.randint(0, n, (batch_size,), generator=generator, device=dev)
+            return u, v
+
+        return pairs, lambda b: terms.pairs(params, *b), batch_size
+    rows, cols = _block_shape(block_shape, batch_size, m, n, owner)
+    next_rows = _PermutationStream(m, rows, generator, dev)
+    next_cols = _PermutationStream(n, cols, generator, dev)
+
+    def block():
+        return next_rows(), next_cols()
+
+    return block, lambda b: terms.block(params, *b), rows * cols
+
+
+# -- gradient descent -----------------------------------------------------------
+@validated_params(
+    {
+        "max_iter": [Interval(int, 1, None)],
+        "tol": [Interval(float, 0, None)],
+        "scaling": [None, Options(["diagonal"])],
+        "refresh": [Interval(int, 1, None)],
+        "n_probes": [Interval(int, 1, None)],
+    },
+    owner="gradient_descent",
+)
+def gradient_descent(
+    objective,
+    x0: Point,
     *,
-    max_iter: int = 20,
+    max_iter: int = 1000,
     tol: float = 1e-5,
-    chunk_size: int | None = None,
-    cg_steps: int | None = None,
-    stop_on: str = "grad_norm",
-    evaluate=None,
+    scaling: str | None = None,
+    refresh: int = 10,
+    n_probes: int = 4,
     random_state=None,
     verbose: int = 0,
     callback=None,
-    name: str = "ALS",
-    owner: str | None = None,
 ) -> SolverResult:
-    """Alternating least squares on the all-pairs objective of two embedding tables.
-
-    With both towers plain tables (``p_i``, ``q_j`` free rows), the square
-    loss and ``theta = (P, Q)``, L is a least-squares problem in P for fixed
-    Q and in Q for fixed P. One iteration solves both in turn, exactly, row
-    by row. For user i (items symmetric, with A, P, Ptilde in place of B, Q,
-    Qtilde)::
-
-        (sum_{j in O_i} c_ij q_j q_j^T + omega a_i G_Q + lam I) p_i
-            = sum_{j in O_i} r_ij q_j + omega a_i C_Q ptilde_i
-
-        G_Q = Q^T B Q,   C_Q = Q^T B Qtilde,
-        "unobserved":  c_ij = 1 - omega a_i b_j,  r_ij = Y_ij - omega a_i b_j Ytilde_ij
-        "all":         c_ij = 1,                  r_ij = Y_ij
-
-    i.e. the stationarity condition of L in p_i: the Gramian term charges
-    all n items, and ``c_ij``, ``r_ij`` remove the imputed term of the
-    observed ones when it is not part of L. The observed sums of all users
-    are one sparse product ``C_O W`` (row j of W: the upper triangle of
-    ``q_j q_j^T``), and the k x k systems are solved in batches of entities
-    by batched Cholesky: ``O(|O| k^2 + (m + n) k^3)`` per iteration, with
-    memory bounded by ``chunk_size``. Each half-step
-    minimizes L over one table, so L never increases.
-
-    iALS (Hu et al., 2008) with uniform confidence ``1 + alpha`` on the
-    observed pairs is this objective with implicit labels (all 1), constant
-    imputation 0, ``imputed="unobserved"``, ``omega = 1 / (1 + alpha)`` and
-    ``lam = omega lambda_iALS`` (the two objectives differ by the factor
-    omega); popularity weights ``b`` give eALS-style (He et al., 2016)
-    weighting of the unobserved pairs.
+    """Gradient descent with Armijo line search, plain or diagonally scaled.
 
     Parameters
     ----------
     objective : AllPairsObjective
-        Square loss; both towers :class:`~embedopt.nn.EmbeddingTower`
-        (``normalize=False``) or :class:`torch.nn.Embedding` (no
-        ``max_norm``), the table their only trainable parameter, and inputs
-        that give every entity its own row (the default ids do). Any
-        weights, imputation, ``imputed`` and ``lam``.
-    x0 : tuple of torch.Tensor
-        Starting point (the two tables); only the item table matters, since
-        the first half-step recomputes the user table.
+        Or any object with ``value_and_grad`` (and ``gnvp`` for scaling).
+    x0 : Point
     max_iter : int
-        Iterations (user then item half-step) at most.
     tol : float
-        Tolerance of the ``stop_on`` test. 0 runs exactly ``max_iter``
-        iterations (a fixed budget: no :class:`~embedopt.ConvergenceWarning`).
-    chunk_size : int, optional
-        Entities per batch of normal equations; default about 2^23 / k^2
-        (32 MiB of the float64 triangles of their systems).
-    cg_steps : int, optional
-        None: exact half-steps. An int: inexact half-steps, that many
-        conjugate-gradient steps on every row's system from the current
-        table (Takacs et al., 2011; as ``implicit``'s iALS), by
-        :func:`~embedopt.linalg.sparse_normal_equations_cg` in the tables'
-        dtype: ``O(cg_steps (|O| k + (m + n) k^2))`` per iteration instead
-        of ``O(|O| k^2 + (m + n) k^3)``. Each half-step still never
-        increases L (CG from the current point decreases the row's
-        quadratic). On MovieLens-1M (k = 32, float32, one thread) 3 steps
-        take 0.08 s per iteration against 0.65 s exact; their P@10 trails
-        the exact iterations' in the first few (0.349 against 0.355 after
-        3) and is within 0.002 of it from the 6th on.
-    stop_on : {"grad_norm", "objective"}
-        ``"grad_norm"``: stop when ``||grad L(x)|| <= tol ||grad L(x0)||``
-        (as the Gauss-Newton and gradient solvers). ``"objective"``: stop
-        when ``L(x_{t-1}) - L(x_t) <= tol L(x_{t-1})``, the relative
-        decrease of one iteration; it suits ALS, whose small random start
-        has a small gradient (the ``"grad_norm"`` test then asks for far
-        more than the ranking needs) and whose objective decreases
-        monotonically.
-    evaluate : callable, optional
-        ``evaluate(x) -> dict`` of extra history values, off the clock.
+        Stop when ``||grad L|| <= tol ||grad L(x0)||``.
+    scaling : {None, "diagonal"}
+        ``"diagonal"``: directions ``-D^{-1} grad`` with D the Gauss-Newton
+        diagonal (Hutchinson, ``n_probes`` products) plus 1e-3 of its mean,
+        re-estimated every ``refresh`` iterations.
+    refresh : int
+    n_probes : int
     random_state : None, int or numpy.random.Generator
-        Unused (ALS is deterministic); accepted so that every solver of the
-        all-pairs objective takes the same arguments.
-    verbose, callback, name, owner
-        As in :func:`stochastic` (the callback is called once per iteration).
+    verbose, callback
+        As every solver.
 
     Returns
     -------
     SolverResult
-        ``x``: the final point (the tables, in x0's dtype). ``history`` per
-        iteration: iteration, time (the exact objective, gradient and
-        ``evaluate``, which ALS does not need beyond the ``tol`` test,
-        excluded), objective, grad_norm, plus what ``evaluate`` returns.
-        ``info``: ``initial_objective``, ``initial_grad_norm``.
-
-    Raises
-    ------
-    InvalidParameterError
-        If the loss is not the square loss or a tower is not a plain
-        embedding table.
-    DataValidationError
-        If a tower's inputs do not give each entity its own table row.
-
-    Notes
-    -----
-    The systems are positive semidefinite (``sum_{O_i} q q^T + omega a_i
-    sum_{j not in O_i} b_j q_j q_j^T + lam I`` for ``"unobserved"``); a
-    singular one (possible only with ``lam = 0``) gets its minimum-norm
-    least-squares solution. Everything is computed in float64 and stored
-    in the tables' dtype.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from embedopt.nn import EmbeddingTower
-    >>> g = torch.Generator().manual_seed(0)
-    >>> obj = AllPairsObjective(
-    ...     EmbeddingTower(20, 4, generator=g, dtype=torch.float64),
-    ...     EmbeddingTower(30, 4, generator=g, dtype=torch.float64),
-    ...     ([0, 1, 2, 3], [4, 5, 6, 7]), omega=0.1, lam=0.01)
-    >>> res = als(obj, obj.initial_point(), max_iter=10, tol=0)
-    >>> bool(res.history["objective"][-1] < res.info["initial_objective"])
-    True
+        History: iteration, time, objective, grad_norm, step, n_evals.
     """
-    x0 = _check_point(objective, x0, name)
-    solver = _ALS(objective, name)
-    start: dict = {}
-    monitor = _monitor(
-        name,
-        max_iter,
-        tol,
-        verbose,
-        callback,
-        owner,
-        "the data or the imputation contain huge values",
-        start,
-        stop_on,
-    )
-    x = [p.detach().clone() for p in x0]
-    monitor.start()
-    with monitor.paused():
-        start.update(_exact(objective, tuple(x), None))
-    for _ in monitor:
-        for s in (0, 1):
-            solver.half_step(x, s, chunk_size, cg_steps)
-        with monitor.paused():
-            point = tuple(x)
-            exact = _exact(objective, point, evaluate)
-        if monitor.record(point, **exact):
-            break
-    return monitor.result(
-        tuple(x),
-        initial_objective=start["objective"],
-        initial_grad_norm=start["grad_norm"],
+    scale = None
+    if scaling == "diagonal":
+        gen = resolve_random_state(random_state, "gradient_descent").torch()
+        cache = {"age": refresh, "diag": None}
+
+        def scale(x):
+            if cache["age"] >= refresh:
+                diag = _gn_diagonal(objective, x, n_probes, gen)
+                shift = 1e-3 * _mean(diag)
+                cache["diag"] = pack(diag, [a + shift for a in as_tuple(diag)])
+                cache["age"] = 0
+            cache["age"] += 1
+            return cache["diag"]
+
+    return armijo_gradient_descent(
+        objective,
+        x0,
+        max_iter=max_iter,
+        tol=tol,
+        preconditioner=scale,
+        verbose=verbose,
+        callback=callback,
+        name="GD" if scaling is None else "scaled GD",
+        owner="gradient_descent",
     )

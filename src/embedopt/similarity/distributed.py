@@ -52,7 +52,7 @@ import torch.distributed as dist
 
 from .._core import InvalidParameterError
 from ..linalg import SparsePattern
-from .objective import AllPairsObjective, _Side
+from .problem import AllPairsObjective, _Side
 
 __all__ = ["DistributedAllPairsObjective", "run_distributed", "shard_bounds"]
 

@@ -33,7 +33,7 @@ all-pairs term is a difference of nearly equal Gramian inner products when
 Yhat is close to Ytilde). The towers and the products over the observed
 pairs (sampled dot products, sparse-dense products, sums of |O_i| terms
 that do not cancel) run in the towers' dtype: in float64 they cost 3 to 9
-times more on a CPU (measured on MovieLens-100K, k = 32).
+times more on a CPU (MovieLens-100K, k = 32).
 """
 
 from __future__ import annotations
@@ -48,11 +48,12 @@ from torch.func import functional_call, jvp, vjp
 
 from .._core import DataValidationError, InvalidParameterError, Options, check_param
 from ..data import as_interactions
-from ..linalg import SparsePattern
+from ..linalg import SparsePattern, hutchinson_diagonal
+from ..linalg.points import as_tuple, pack
 from ..nn import EmbeddingTower
 from .losses import get_loss
 
-__all__ = ["AllPairsObjective", "popularity_weights"]
+__all__ = ["AllPairsObjective", "dense_objective", "popularity_weights"]
 
 _F64 = torch.float64
 
@@ -637,3 +638,76 @@ def _inputs(inputs, n: int, name: str, device) -> torch.Tensor:
             f"{name} must have one row per entity ({n}); got shape {tuple(t.shape)}."
         )
     return t
+
+
+def _gn_diagonal(objective, x, n_probes: int, generator, floor: float = 1e-8):
+    """Hutchinson estimate of ``diag(G(x))``, clipped to a positive floor."""
+    est = hutchinson_diagonal(
+        lambda v: objective.gnvp(x, v), x, n_probes=n_probes, generator=generator
+    )
+    parts = as_tuple(est)
+    scale = sum(float(a.abs().sum()) for a in parts) / max(
+        sum(a.numel() for a in parts), 1
+    )
+    # Estimates of small diagonal entries can come out <= 0; a floor relative
+    # to the mean keeps the scaling positive definite.
+    low = max(floor * scale, 1e-300)
+    return pack(est, [a.clamp_min(low) for a in parts])
+
+
+def _mean(point) -> float:
+    parts = as_tuple(point)
+    return sum(float(a.sum()) for a in parts) / max(sum(a.numel() for a in parts), 1)
+
+
+def dense_objective(objective: AllPairsObjective, x, *, yhat=None) -> torch.Tensor:
+    """The objective at ``x`` from dense m x n matrices: the naive O(mn) reference.
+
+    Sums the term of every one of the m n pairs -- the loss on an observed
+    pair, ``(omega / 2) a_i b_j (Ytilde_ij - Yhat_ij)^2`` on an unobserved
+    one (on every pair with ``imputed="all"``) -- plus ``lam / 2
+    ||theta||^2``, with the m x n matrices of the predictions and of the
+    imputation terms formed. It is what the O(m + n) formulas of
+    :class:`AllPairsObjective` avoid: use it only to check them on small
+    problems (the tests) and to time them against it
+    (``benchmarks/similarity/cost.py``).
+
+    Parameters
+    ----------
+    objective : AllPairsObjective
+        Its towers, data, loss, weights, imputation and ``lam``.
+    x : tuple of torch.Tensor
+        The point (see :meth:`AllPairsObjective.initial_point`).
+    yhat : torch.Tensor, shape (m, n), optional
+        Predictions to score instead of ``P Q^T`` at ``x`` (the regularizer
+        is still that of ``x``): differentiating in ``yhat`` gives the
+        curvature of the data term that a Gauss-Newton product needs.
+
+    Returns
+    -------
+    torch.Tensor
+        A 0-dim tensor in the embeddings' dtype, differentiable in ``x`` and
+        ``yhat``.
+    """
+    if yhat is None:
+        xu, xv = objective.split(tuple(x))
+        P, Q = (
+            functional_call(s.tower, dict(zip(s.names, xs, strict=True)), (s.inputs,))
+            for s, xs in zip(objective.sides, (xu, xv), strict=True)
+        )
+        yhat = P @ Q.T
+    dt = yhat.dtype
+    su, sv = objective.sides
+    # the imputation term of every pair, (omega / 2) a_i b_j (Ytilde - Yhat)^2,
+    # with two m x n temporaries (in place where autograd allows it)
+    imputed = (su.tilde.to(dt) @ sv.tilde.to(dt).T).sub_(yhat).square()
+    imputed.mul_(su.weights.to(dt)[:, None]).mul_(sv.weights.to(dt)[None, :])
+    imputed.mul_(0.5 * objective.omega)
+    total = imputed.sum()
+    rows = objective.pattern.row_indices()
+    cols = objective.pattern.col_indices()
+    observed = yhat[rows, cols]
+    total = total + objective.loss.value(objective.labels.to(dt), observed).sum()
+    if objective.imputed == "unobserved":  # their imputation term is not in L
+        total = total - imputed[rows, cols].sum()
+    return total + 0.5 * objective.lam * sum((p**2).sum() for p in x)
