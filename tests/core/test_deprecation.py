@@ -15,11 +15,3 @@ def test_decorator_renames_and_warns():
     assert f(new=3) == 3
     with pytest.raises(InvalidParameterError, match="both 'old' and its new name"):
         f(old=1, new=2)
-
-
-def test_two_tower_max_iter_is_now_n_steps():
-    from embedopt.quantization import TwoTowerRetrieval
-
-    with pytest.warns(FutureWarning, match="renamed 'n_steps'"):
-        est = TwoTowerRetrieval(max_iter=10)
-    assert est.n_steps == 10 and "max_iter" not in est.get_params()

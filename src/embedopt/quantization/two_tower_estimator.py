@@ -18,7 +18,6 @@ from .._core import (
     BaseEstimator,
     DataValidationError,
     check_is_fitted,
-    renamed_parameters,
     to_numpy,
 )
 from ..data import as_interactions
@@ -86,9 +85,9 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
     warmup_steps : int
         Steps before the indexing layer is switched on.
     n_steps : int
-        Steps with the indexing layer (a fixed budget; renamed from
-        ``max_iter``, which means outer iterations stopped by ``tol``
-        elsewhere, see ``docs/vocabulary.md``).
+        Steps with the indexing layer (a fixed budget, never cut short: not
+        ``max_iter``, which means outer iterations stopped by ``tol``, see
+        ``docs/vocabulary.md``).
     distortion_weight : float
         Weight of the distortion term of eq. (1).
     warm_start_samples : int
@@ -158,7 +157,6 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
         "dtype": ["dtype"],
     }
 
-    @renamed_parameters(max_iter="n_steps")
     def __init__(
         self,
         n_components=64,
