@@ -26,6 +26,7 @@ import embedopt
 #: package as the domain packages are annotated).
 ANNOTATED = [
     "embedopt._core",
+    "embedopt.completion",
     "embedopt.data",
     "embedopt.linalg",
     "embedopt.metrics",
