@@ -31,6 +31,7 @@ ANNOTATED = [
     "embedopt.linalg",
     "embedopt.metrics",
     "embedopt.optim",
+    "embedopt.quantization",
     "embedopt.ordinal",
     "embedopt.sdp",
 ]
