@@ -21,8 +21,11 @@ benchmarks run them from their own packages where they exist
 
 from __future__ import annotations
 
-from .._core import InvalidParameterError
-from ..optim import SolverResult
+from collections.abc import Callable
+
+from .._core import InvalidParameterError, RandomStateLike
+from ..optim import IterationState, SolverResult
+from .problem import CompletionProblem, EntriesLike, Factors
 from .proximal import _run
 
 __all__ = ["ais_impute_exact", "apg", "soft_impute"]
@@ -42,14 +45,14 @@ def _exact_baseline(solver: str, X, init, options: dict) -> SolverResult:
 
 
 def soft_impute(
-    X,
-    init=None,
+    X: EntriesLike | CompletionProblem,
+    init: Factors | list[Factors] | None = None,
     *,
     max_iter: int = 500,
     tol: float = 1e-4,
-    random_state=None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     lam: float,
     **options,
 ) -> SolverResult:
@@ -81,14 +84,14 @@ def soft_impute(
 
 
 def apg(
-    X,
-    init=None,
+    X: EntriesLike | CompletionProblem,
+    init: Factors | list[Factors] | None = None,
     *,
     max_iter: int = 500,
     tol: float = 1e-4,
-    random_state=None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     lam: float,
     **options,
 ) -> SolverResult:
@@ -115,14 +118,14 @@ def apg(
 
 
 def ais_impute_exact(
-    X,
-    init=None,
+    X: EntriesLike | CompletionProblem,
+    init: Factors | list[Factors] | None = None,
     *,
     max_iter: int = 500,
     tol: float = 1e-4,
-    random_state=None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     lam: float,
     **options,
 ) -> SolverResult:

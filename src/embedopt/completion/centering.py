@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._core import InvalidParameterError
 from ..data import ObservedEntries, split_entries
+from .losses import Loss
 
 __all__ = [
     "CENTERINGS",
@@ -134,7 +136,7 @@ class Centering:
         """Offsets of mode 1 (columns)."""
         return self.offsets_[1]
 
-    def offsets(self, indices) -> np.ndarray:
+    def offsets(self, indices: tuple[ArrayLike, ...] | ArrayLike) -> np.ndarray:
         """``mu + sum_d a^d_{i_d}`` at the given positions.
 
         Parameters
@@ -152,7 +154,9 @@ class Centering:
         vals = (entries.values - self.offsets(entries.indices)) / self.scale_
         return entries.with_values(vals)
 
-    def inverse_transform(self, indices, pred) -> np.ndarray:
+    def inverse_transform(
+        self, indices: tuple[ArrayLike, ...] | ArrayLike, pred: ArrayLike
+    ) -> np.ndarray:
         """Map predictions of the centered model back to the original scale."""
         return np.asarray(pred, dtype=np.float64) * self.scale_ + self.offsets(indices)
 
@@ -237,7 +241,7 @@ def select_centering(
 MIN_CENTERING_SPLIT = 20
 
 
-def check_center(center: str, loss, owner: str) -> str:
+def check_center(center: str, loss: Loss, owner: str) -> str:
     """The centering mode a loss allows: ``"auto"`` is ``"none"`` for +/-1 losses.
 
     Parameters

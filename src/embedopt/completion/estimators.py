@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from collections.abc import Callable, Sequence
+from typing import ClassVar, Literal
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .._core import (
     RUN_CONSTRAINTS,
     BaseEstimator,
     DataValidationError,
+    DeviceLike,
+    DtypeLike,
     InstanceOf,
     Interval,
     Options,
+    RandomStateLike,
     as_array,
     check_is_fitted,
     check_memory,
@@ -24,9 +29,11 @@ from .._core import (
 )
 from ..data import ObservedEntries, as_observed_entries, split_entries
 from ..metrics import rmse
+from ..optim import IterationState
 from .centering import CENTERINGS, Centering, check_center, choose_centering
 from .losses import LOSSES, Loss, get_loss
 from .path import completion_problems, fit_path, refit_entries
+from .problem import EntriesLike
 from .proximal import check_mode_weights, default_mode_weights
 from .solvers import SOLVERS, resolve_solver
 
@@ -184,7 +191,14 @@ class _CompletionEstimator(BaseEstimator):
         f = self.validation_fraction
         return split_entries(entries, (1 - f, f), random_state=rs.numpy)
 
-    def fit(self, X, y=None, *, shape=None, validation=None):
+    def fit(
+        self,
+        X: EntriesLike,
+        y: ArrayLike | None = None,
+        *,
+        shape: tuple[int, ...] | None = None,
+        validation: EntriesLike | None = None,
+    ) -> _CompletionEstimator:
         """Fit the completed matrix (tensor) to observed entries.
 
         Parameters
@@ -255,7 +269,9 @@ class _CompletionEstimator(BaseEstimator):
         raise NotImplementedError
 
     # -- prediction --------------------------------------------------------------
-    def decision_function(self, X, cols=None) -> np.ndarray:
+    def decision_function(
+        self, X: EntriesLike, cols: ArrayLike | None = None
+    ) -> np.ndarray:
         """Completed values at the given positions, on the original scale.
 
         Parameters
@@ -286,7 +302,7 @@ class _CompletionEstimator(BaseEstimator):
                 out[a : a + step] += to_numpy((Us[ri] * V[ci]).sum(1).double())
         return self.centering_.inverse_transform(tuple(idx.T), out)
 
-    def predict(self, X, cols=None) -> np.ndarray:
+    def predict(self, X: EntriesLike, cols: ArrayLike | None = None) -> np.ndarray:
         """Predicted entries: values, or +/-1 labels for binary losses.
 
         Parameters
@@ -303,7 +319,7 @@ class _CompletionEstimator(BaseEstimator):
             return np.where(scores >= 0, 1.0, -1.0)
         return scores
 
-    def score(self, X, y=None) -> float:
+    def score(self, X: EntriesLike, y: ArrayLike | None = None) -> float:
         """Negative RMSE (greater is better), or accuracy for binary losses.
 
         Parameters
@@ -490,29 +506,29 @@ class MatrixCompletion(_CompletionEstimator):
 
     def __init__(
         self,
-        lam="auto",
+        lam: float | Literal["auto"] = "auto",
         *,
-        loss="square",
-        solver="ais_impute",
-        max_rank=None,
-        max_iter=500,
-        tol=1e-3,
-        lam_decay=0.85,
-        power_iters=1,
-        postprocess="auto",
-        center="auto",
-        scale=False,
-        center_reg=5.0,
-        n_lambdas=20,
-        lambda_min_ratio=1e-3,
-        patience=1,
-        validation_fraction=0.1,
-        refit=True,
-        random_state=None,
-        device="auto",
-        dtype="float32",
-        verbose=0,
-        callback=None,
+        loss: str | Loss = "square",
+        solver: str = "ais_impute",
+        max_rank: int | None = None,
+        max_iter: int = 500,
+        tol: float = 1e-3,
+        lam_decay: float = 0.85,
+        power_iters: int = 1,
+        postprocess: bool | Literal["auto"] = "auto",
+        center: str = "auto",
+        scale: bool = False,
+        center_reg: float = 5.0,
+        n_lambdas: int = 20,
+        lambda_min_ratio: float = 1e-3,
+        patience: int | None = 1,
+        validation_fraction: float = 0.1,
+        refit: bool = True,
+        random_state: RandomStateLike = None,
+        device: DeviceLike = "auto",
+        dtype: DtypeLike = "float32",
+        verbose: int = 0,
+        callback: Callable[[IterationState], bool | None] | None = None,
     ):
         self._store_params(locals())
 
@@ -581,30 +597,30 @@ class TensorCompletion(_CompletionEstimator):
 
     def __init__(
         self,
-        lam="auto",
+        lam: float | Literal["auto"] = "auto",
         *,
-        mode_weights=None,
-        loss="square",
-        solver="ais_impute",
-        max_rank=None,
-        max_iter=500,
-        tol=1e-4,
-        lam_decay=0.85,
-        power_iters=3,
-        postprocess="auto",
-        center="auto",
-        scale=False,
-        center_reg=5.0,
-        n_lambdas=20,
-        lambda_min_ratio=1e-3,
-        patience=1,
-        validation_fraction=0.1,
-        refit=True,
-        random_state=None,
-        device="auto",
-        dtype="float32",
-        verbose=0,
-        callback=None,
+        mode_weights: Sequence[float] | None = None,
+        loss: str | Loss = "square",
+        solver: str = "ais_impute",
+        max_rank: int | None = None,
+        max_iter: int = 500,
+        tol: float = 1e-4,
+        lam_decay: float = 0.85,
+        power_iters: int = 3,
+        postprocess: bool | Literal["auto"] = "auto",
+        center: str = "auto",
+        scale: bool = False,
+        center_reg: float = 5.0,
+        n_lambdas: int = 20,
+        lambda_min_ratio: float = 1e-3,
+        patience: int | None = 1,
+        validation_fraction: float = 0.1,
+        refit: bool = True,
+        random_state: RandomStateLike = None,
+        device: DeviceLike = "auto",
+        dtype: DtypeLike = "float32",
+        verbose: int = 0,
+        callback: Callable[[IterationState], bool | None] | None = None,
     ):
         self._store_params(locals())
 

@@ -71,10 +71,10 @@ class SquareLoss(Loss):
     name = "square"
     rho = 1.0
 
-    def value(self, x, y):
+    def value(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return 0.5 * (x - y) ** 2
 
-    def grad(self, x, y):
+    def grad(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return x - y
 
 
@@ -100,13 +100,13 @@ class LogisticLoss(Loss):
     rho = 0.25
     binary = True
 
-    def value(self, x, y):
+    def value(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return F.softplus(-x * y)
 
-    def grad(self, x, y):
+    def grad(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return -y * torch.sigmoid(-x * y)
 
-    def check_labels(self, y):
+    def check_labels(self, y: np.ndarray) -> None:
         _check_pm1(self.name, y)
 
 
@@ -117,13 +117,13 @@ class SquaredHingeLoss(Loss):
     rho = 1.0
     binary = True
 
-    def value(self, x, y):
+    def value(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return 0.5 * torch.clamp(1 - x * y, min=0) ** 2
 
-    def grad(self, x, y):
+    def grad(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return -y * torch.clamp(1 - x * y, min=0)
 
-    def check_labels(self, y):
+    def check_labels(self, y: np.ndarray) -> None:
         _check_pm1(self.name, y)
 
 
@@ -139,7 +139,7 @@ LOSSES = Registry(
 )
 
 
-def get_loss(loss) -> Loss:
+def get_loss(loss: str | Loss) -> Loss:
     """Resolve a loss given by name or as a :class:`Loss` instance.
 
     Parameters

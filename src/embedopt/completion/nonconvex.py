@@ -17,18 +17,23 @@ Two solvers for ``min_X f(X) + lambda r(X)`` with the regularizers of
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 from .._core import (
     ConvergenceWarning,
+    DeviceLike,
+    DtypeLike,
     Interval,
     Options,
+    RandomStateLike,
     resolve_random_state,
     validate_params,
 )
-from ..optim import IterationMonitor, SolverResult
-from .problem import _as_problem
+from ..optim import IterationMonitor, IterationState, SolverResult
+from .losses import Loss
+from .problem import CompletionProblem, EntriesLike, Factors, _as_problem
 from .proximal import _check_init, check_solver_options, proximal_completion
-from .regularizers import TruncatedNuclearNorm, get_regularizer
+from .regularizers import Regularizer, TruncatedNuclearNorm, get_regularizer
 from .solvers import SOLVERS, method_options
 
 __all__ = ["dc_completion", "irnn"]
@@ -42,24 +47,24 @@ _CONSTRAINTS = {
 
 
 def dc_completion(
-    X,
-    init=None,
+    X: EntriesLike | CompletionProblem,
+    init: Factors | list[Factors] | None = None,
     *,
     max_outer_iter: int = 20,
     outer_tol: float = 1e-4,
-    random_state=None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     lam: float,
-    regularizer="tnn",
+    regularizer: str | Regularizer = "tnn",
     rank: int = 5,
     theta: float = 1.0,
     solver: str = "ais_impute",
-    loss="square",
-    validation=None,
-    shape=None,
-    device="auto",
-    dtype=None,
+    loss: str | Loss = "square",
+    validation: EntriesLike | None = None,
+    shape: tuple[int, ...] | None = None,
+    device: DeviceLike = "auto",
+    dtype: DtypeLike = None,
     **inner_options,
 ) -> SolverResult:
     """Nonconvex completion by DC programming with a convex inner solver.
@@ -164,24 +169,24 @@ def dc_completion(
 
 
 def irnn(
-    X,
-    init=None,
+    X: EntriesLike | CompletionProblem,
+    init: Factors | list[Factors] | None = None,
     *,
     max_iter: int = 500,
     tol: float = 1e-4,
-    random_state=None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     lam: float,
-    regularizer="lsp",
+    regularizer: str | Regularizer = "lsp",
     rank: int = 5,
     theta: float = 1.0,
     solver: str = "soft_impute",
-    loss="square",
-    validation=None,
-    shape=None,
-    device="auto",
-    dtype=None,
+    loss: str | Loss = "square",
+    validation: EntriesLike | None = None,
+    shape: tuple[int, ...] | None = None,
+    device: DeviceLike = "auto",
+    dtype: DtypeLike = None,
     **options,
 ) -> SolverResult:
     """Iteratively reweighted nuclear norm (IRNN, Lu et al.): the nonconvex baseline.

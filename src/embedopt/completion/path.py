@@ -12,24 +12,30 @@ improving.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
 from .._core import (
+    DeviceLike,
+    DtypeLike,
     InstanceOf,
     Interval,
     InvalidParameterError,
     Options,
+    RandomStateLike,
     resolve_random_state,
     validate_params,
 )
 from ..data import ObservedEntries
 from ..optim import SolverResult
-from .losses import SquareLoss
+from .centering import Centering
+from .losses import Loss, SquareLoss
 from .postprocess import postprocess as _postprocess
 from .postprocess import refine as _refine
-from .problem import CompletionProblem, _as_problem
+from .problem import CompletionProblem, EntriesLike, Factors, _as_problem
 from .proximal import check_mode_weights, check_solver_options, proximal_completion
 from .solvers import SOLVERS, method_options
 
@@ -113,7 +119,7 @@ class PathResult:
         return float(self.lambdas[self.best_index])
 
     @property
-    def best_factors(self):
+    def best_factors(self) -> Factors | list[Factors]:
         """``(U, s, V)`` at the selected lambda."""
         return self.factors[self.best_index]
 
@@ -133,21 +139,21 @@ _PATH_CONSTRAINTS = {
 
 
 def lambda_path(
-    X,
-    validation=None,
+    X: EntriesLike | CompletionProblem,
+    validation: EntriesLike | None = None,
     *,
-    lambdas=None,
+    lambdas: Sequence[float] | None = None,
     n_lambdas: int = 20,
     lambda_min_ratio: float = 1e-3,
     solver: str = "ais_impute",
     postprocess: bool | str = "auto",
     patience: int | None = 1,
-    loss="square",
-    shape=None,
-    device="auto",
-    dtype=None,
-    mode_weights=None,
-    random_state=None,
+    loss: str | Loss = "square",
+    shape: tuple[int, ...] | None = None,
+    device: DeviceLike = "auto",
+    dtype: DtypeLike = None,
+    mode_weights: Sequence[float] | None = None,
+    random_state: RandomStateLike = None,
     **solver_options,
 ) -> PathResult:
     """Solve along a decreasing lambda grid and select lambda on validation data.
@@ -518,15 +524,15 @@ _FIT_CONSTRAINTS = {
 def fit_path(
     problem: CompletionProblem,
     *,
-    lam="auto",
+    lam: float | Literal["auto"] = "auto",
     refit_problem: CompletionProblem | None = None,
     solver: str = "ais_impute",
     postprocess: bool | str = "auto",
     n_lambdas: int = 20,
     lambda_min_ratio: float = 1e-3,
     patience: int | None = 1,
-    mode_weights=None,
-    random_state=None,
+    mode_weights: Sequence[float] | None = None,
+    random_state: RandomStateLike = None,
     **solver_options,
 ) -> CompletionFit:
     """The whole fit of the completion estimators: path, refit, post-processing.
@@ -651,7 +657,7 @@ def refit_entries(
 
 
 def completion_problems(
-    centering,
+    centering: Centering,
     train: ObservedEntries,
     validation: ObservedEntries | None,
     refit: ObservedEntries | None = None,

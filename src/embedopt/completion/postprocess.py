@@ -22,7 +22,7 @@ from .._core import ConvergenceWarning, NumericalInstabilityError
 from ..linalg import cg, sparse_normal_equations
 from ..optim import lbfgs
 from .losses import SquareLoss
-from .problem import CompletionProblem
+from .problem import CompletionProblem, Factors
 
 __all__ = ["postprocess", "refine"]
 
@@ -47,13 +47,13 @@ def _design_gram(problem: CompletionProblem, U, V, chunk_elems: int = 1 << 24):
 
 def postprocess(
     problem: CompletionProblem,
-    U,
+    U: torch.Tensor | list[Factors],
     s: torch.Tensor | None = None,
     V: torch.Tensor | None = None,
     *,
     max_iter: int = 100,
     tol: float = 1e-9,
-):
+) -> Factors | list[Factors]:
     """Refit the singular values of a completion solution to the observed entries.
 
     Parameters
@@ -214,7 +214,7 @@ def refine(
     ridge: float | None = None,
     n_sweeps: int = 10,
     tol: float = 1e-3,
-):
+) -> Factors:
     """Refit a rank-r square-loss solution by alternating least squares.
 
     Post-processing (:func:`postprocess`) keeps the singular vectors of the

@@ -12,14 +12,29 @@ permutes to and from its CSR order).
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 import torch
+from numpy.typing import ArrayLike
 
-from .._core import DataValidationError, resolve_device, resolve_dtype
+from .._core import (
+    DataValidationError,
+    DeviceLike,
+    DtypeLike,
+    resolve_device,
+    resolve_dtype,
+)
 from ..data import ObservedEntries, as_observed_entries
 from ..linalg import SparsePattern, SparsePlusLowRank, power_method
 from .losses import Loss, get_loss
 
 __all__ = ["CompletionProblem", "Unfolding"]
+
+#: Observed entries in any form :func:`~embedopt.data.as_observed_entries` takes.
+EntriesLike = (
+    ObservedEntries | sp.spmatrix | sp.sparray | tuple | ArrayLike | torch.Tensor
+)
+#: ``(U, s, V)``: the factors of ``U diag(s) V^T``.
+Factors = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 class Unfolding:
@@ -48,7 +63,7 @@ class Unfolding:
         """This unfolding's CSR-order values to canonical order."""
         return values if self.inverse is None else values[self.inverse]
 
-    def values(self, U, s, V) -> torch.Tensor:
+    def values(self, U: torch.Tensor, s: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
         """Entries of ``U diag(s) V^T`` (unfolded) at the observed positions."""
         return self.to_canonical(self.pattern.sampled_dot(U * s, V))
 
@@ -104,13 +119,13 @@ class CompletionProblem:
 
     def __init__(
         self,
-        X,
+        X: EntriesLike,
         *,
-        loss="square",
-        validation=None,
-        shape=None,
-        device="auto",
-        dtype=None,
+        loss: str | Loss = "square",
+        validation: EntriesLike | None = None,
+        shape: tuple[int, ...] | None = None,
+        device: DeviceLike = "auto",
+        dtype: DtypeLike = None,
     ):
         self.entries = as_observed_entries(X, shape)
         if self.entries.ndim < 2:
@@ -158,11 +173,15 @@ class CompletionProblem:
         """``"accuracy"`` for +/-1 losses, ``"rmse"`` otherwise."""
         return "accuracy" if self.loss.binary else "rmse"
 
-    def values_at(self, pattern: SparsePattern, U, s, V) -> torch.Tensor:
+    def values_at(
+        self, pattern: SparsePattern, U: torch.Tensor, s: torch.Tensor, V: torch.Tensor
+    ) -> torch.Tensor:
         """Entries of ``U diag(s) V^T`` at a matrix pattern's positions."""
         return pattern.sampled_dot(U * s, V)
 
-    def predict(self, factors, which: str = "train") -> torch.Tensor:
+    def predict(
+        self, factors: Factors | list[Factors], which: str = "train"
+    ) -> torch.Tensor:
         """Model values at the training or validation entries (canonical order).
 
         Parameters
@@ -218,8 +237,11 @@ class CompletionProblem:
         return self.score(self.predict(f, "validation"), self.validation[1])
 
     def lambda_max(
-        self, factors=None, n_iter: int = 10, generator: torch.Generator | None = None
-    ):
+        self,
+        factors: Factors | list[Factors] | None = None,
+        n_iter: int = 10,
+        generator: torch.Generator | None = None,
+    ) -> float | list[float]:
         """Largest singular value of each unfolded loss gradient at ``X``.
 
         For the square loss and X = 0 this is ``||P_Omega(O)||_2``, the smallest

@@ -24,6 +24,8 @@ module); :mod:`.solvers` and :mod:`.baselines` name its configurations.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 import torch
 
@@ -32,6 +34,7 @@ from .._core import (
     Interval,
     InvalidParameterError,
     Options,
+    RandomStateLike,
     resolve_random_state,
     validate_params,
 )
@@ -39,10 +42,11 @@ from ..linalg import SparsePlusLowRank
 from ..optim import (
     MOMENTUM,
     GeometricContinuation,
+    IterationState,
     SolverResult,
     accelerated_proximal_gradient,
 )
-from .problem import CompletionProblem, _as_factor_list, _as_problem
+from .problem import CompletionProblem, Factors, _as_factor_list, _as_problem
 from .regularizers import Regularizer
 from .svt import SVT_METHODS, _Iterate
 
@@ -70,7 +74,7 @@ def _penalty(it: _Iterate, weights, linear) -> float:
     return val
 
 
-def default_mode_weights(shape) -> list[float]:
+def default_mode_weights(shape: Sequence[int]) -> list[float]:
     """Scaled-latent-norm weights ``w_d = sqrt(max_k I_k / I_d)`` of a tensor.
 
     Proportional to the ``1 / sqrt(I_d)`` of the scaled latent nuclear norm, and
@@ -80,7 +84,9 @@ def default_mode_weights(shape) -> list[float]:
     return [(big / i) ** 0.5 for i in shape]
 
 
-def check_mode_weights(mode_weights, shape, owner: str) -> list[float]:
+def check_mode_weights(
+    mode_weights: Sequence[float] | None, shape: Sequence[int], owner: str
+) -> list[float]:
     """The per-component weights ``lambda_d = lam * w_d`` as checked floats.
 
     Parameters
@@ -275,13 +281,13 @@ class _CompletionStep:
 
 def proximal_completion(
     problem: CompletionProblem,
-    init=None,
+    init: Factors | list[Factors] | None = None,
     *,
     max_iter: int = 500,
     tol: float = 1e-4,
-    random_state=None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     lam: float,
     svt: str = "approx",
     momentum: str = "nesterov_restart",
@@ -293,7 +299,7 @@ def proximal_completion(
     weights: torch.Tensor | None = None,
     linear: tuple[torch.Tensor, torch.Tensor] | None = None,
     regularizer: Regularizer | None = None,
-    mode_weights=None,
+    mode_weights: Sequence[float] | None = None,
     step_size: float | None = None,
     name: str = "AIS-Impute",
 ) -> SolverResult:

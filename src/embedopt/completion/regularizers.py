@@ -62,10 +62,10 @@ class NuclearNorm(Regularizer):
     name = "nuclear"
     convex = True
 
-    def rbar(self, s):
+    def rbar(self, s: torch.Tensor) -> torch.Tensor:
         return s
 
-    def weights(self, s):
+    def weights(self, s: torch.Tensor) -> torch.Tensor:
         return torch.ones(s.numel() + 1, dtype=s.dtype, device=s.device)
 
 
@@ -88,12 +88,12 @@ class TruncatedNuclearNorm(Regularizer):
     def __init__(self, rank: int = 5):
         self.rank = rank
 
-    def rbar(self, s):
+    def rbar(self, s: torch.Tensor) -> torch.Tensor:
         out = s.clone()
         out[: self.rank] = 0
         return out
 
-    def weights(self, s):
+    def weights(self, s: torch.Tensor) -> torch.Tensor:
         w = torch.ones(s.numel() + 1, dtype=s.dtype, device=s.device)
         w[: min(self.rank, s.numel())] = 0
         return w
@@ -113,10 +113,10 @@ class CappedL1(Regularizer):
     def __init__(self, theta: float = 1.0):
         self.theta = theta
 
-    def rbar(self, s):
+    def rbar(self, s: torch.Tensor) -> torch.Tensor:
         return torch.clamp(s, max=self.theta)
 
-    def weights(self, s):
+    def weights(self, s: torch.Tensor) -> torch.Tensor:
         w = (s < self.theta).to(s.dtype)
         return torch.cat([w, torch.ones(1, dtype=s.dtype, device=s.device)])
 
@@ -135,10 +135,10 @@ class LogSumPenalty(Regularizer):
     def __init__(self, theta: float = 1.0):
         self.theta = theta
 
-    def rbar(self, s):
+    def rbar(self, s: torch.Tensor) -> torch.Tensor:
         return self.theta * torch.log1p(s / self.theta)
 
-    def weights(self, s):
+    def weights(self, s: torch.Tensor) -> torch.Tensor:
         w = self.theta / (self.theta + s)
         return torch.cat([w, torch.ones(1, dtype=s.dtype, device=s.device)])
 
@@ -156,7 +156,7 @@ REGULARIZERS = Registry(
 )
 
 
-def get_regularizer(reg, **params) -> Regularizer:
+def get_regularizer(reg: str | Regularizer, **params) -> Regularizer:
     """Resolve a regularizer given by name (with parameters) or as an instance.
 
     Parameters

@@ -12,9 +12,13 @@ a :class:`~embedopt.completion.CompletionProblem`), an optional start
 
 from __future__ import annotations
 
-from .._core import Registry
-from ..optim import SolverResult
+from collections.abc import Callable, Sequence
+
+from .._core import DeviceLike, DtypeLike, RandomStateLike, Registry
+from ..optim import IterationState, SolverResult
 from .baselines import ais_impute_exact, apg, soft_impute
+from .losses import Loss
+from .problem import CompletionProblem, EntriesLike, Factors
 from .proximal import _METHODS, _run
 
 __all__ = [
@@ -27,27 +31,27 @@ __all__ = [
 
 
 def ais_impute(
-    X,
-    init=None,
+    X: EntriesLike | CompletionProblem,
+    init: Factors | list[Factors] | None = None,
     *,
     max_iter: int = 500,
     tol: float = 1e-4,
-    random_state=None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     lam: float,
-    loss="square",
+    loss: str | Loss = "square",
     exact_svt: bool = False,
-    validation=None,
-    shape=None,
+    validation: EntriesLike | None = None,
+    shape: tuple[int, ...] | None = None,
     lam_decay: float = 0.85,
     lam_start: float | None = None,
     power_iters: int = 3,
     max_rank: int | None = None,
     adaptive_rank: bool = True,
-    mode_weights=None,
-    device="auto",
-    dtype=None,
+    mode_weights: Sequence[float] | None = None,
+    device: DeviceLike = "auto",
+    dtype: DtypeLike = None,
 ) -> SolverResult:
     """AIS-Impute: accelerated inexact Soft-Impute (Algorithms 3-4 of Yao & Kwok).
 

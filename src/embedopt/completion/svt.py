@@ -13,7 +13,13 @@ import numpy as np
 import torch
 
 from .._core import Registry
-from ..linalg import DenseOperator, approx_svt, exact_svt, warm_start_basis
+from ..linalg import (
+    DenseOperator,
+    MatrixOperator,
+    approx_svt,
+    exact_svt,
+    warm_start_basis,
+)
 
 __all__ = ["SVT_METHODS", "ApproxSVT", "DenseSVT", "ExactSVT"]
 
@@ -95,7 +101,14 @@ class ApproxSVT:
         cap = self._caps[mode]
         return cap if self.max_rank is None else min(cap, self.max_rank)
 
-    def __call__(self, op, threshold, cur: _Iterate, prev: _Iterate, mode: int = 0):
+    def __call__(
+        self,
+        op: MatrixOperator,
+        threshold: float | torch.Tensor,
+        cur: _Iterate,
+        prev: _Iterate,
+        mode: int = 0,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
         cap = self._cap(mode, cur)
         R = warm_start_basis(cur.V, prev.V, max_cols=cap, generator=self.generator)
         U, s, V, Q = approx_svt(op, R, threshold, self.power_iters)
@@ -145,7 +158,14 @@ class ExactSVT:
     def _operator(self, op):
         return op
 
-    def __call__(self, op, threshold, cur: _Iterate, prev: _Iterate, mode: int = 0):
+    def __call__(
+        self,
+        op: MatrixOperator,
+        threshold: float | torch.Tensor,
+        cur: _Iterate,
+        prev: _Iterate,
+        mode: int = 0,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
         k0 = cur.rank + 1
         if self.max_rank is not None:
             k0 = min(k0, self.max_rank)

@@ -26,9 +26,12 @@ plug in.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import scipy.sparse as sp
 import torch
+from numpy.typing import ArrayLike
 
 from .._core import (
     DataValidationError,
@@ -38,14 +41,16 @@ from .._core import (
     check_param,
     to_numpy,
 )
-from ..data import as_interactions
+from ..data import Interactions, ObservedEntries, as_interactions
 from ..linalg import top_k_inner_products
 from ..metrics import average_precision_at_k, ndcg_at_k, precision_at_k, recall_at_k
 
 __all__ = ["RetrievalMixin", "pairs_by_user", "ranking_metrics"]
 
 
-def ranking_metrics(ids: np.ndarray, relevant, k: int) -> dict[str, float]:
+def ranking_metrics(
+    ids: np.ndarray, relevant: Sequence[ArrayLike], k: int
+) -> dict[str, float]:
     """P@k, recall@k, nDCG@k and MAP@k of ranked lists.
 
     Parameters
@@ -69,7 +74,7 @@ def ranking_metrics(ids: np.ndarray, relevant, k: int) -> dict[str, float]:
     }
 
 
-def pairs_by_user(data) -> tuple[np.ndarray, list[np.ndarray]]:
+def pairs_by_user(data: Interactions) -> tuple[np.ndarray, list[np.ndarray]]:
     """The users with at least one pair, and the items of each.
 
     Parameters
@@ -186,7 +191,12 @@ class RetrievalMixin:
 
     # -- the surface ---------------------------------------------------------------
     def recommend(
-        self, users, k: int = 10, *, exclude_seen: bool = True, items=None
+        self,
+        users: ArrayLike,
+        k: int = 10,
+        *,
+        exclude_seen: bool = True,
+        items: ArrayLike | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k items of each user by predicted score.
 
@@ -218,7 +228,9 @@ class RetrievalMixin:
         exclude = self._seen_pairs()[u] if exclude_seen else None
         return self._search(self._user_vectors(u), min(int(k), n), exclude, candidates)
 
-    def similar_items(self, items, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    def similar_items(
+        self, items: ArrayLike, k: int = 10
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The k items whose embeddings score highest against each item's.
 
         Parameters
@@ -240,7 +252,13 @@ class RetrievalMixin:
             self._item_vectors(i), min(int(k), n), _self_pairs(i, n), None
         )
 
-    def evaluate(self, test, k: int = 10, *, exclude_seen: bool = True) -> dict:
+    def evaluate(
+        self,
+        test: Interactions | ObservedEntries | sp.spmatrix | sp.sparray | tuple,
+        k: int = 10,
+        *,
+        exclude_seen: bool = True,
+    ) -> dict:
         """Ranking metrics of held-out pairs: P@k, recall@k, nDCG@k, MAP@k.
 
         Parameters
@@ -264,7 +282,7 @@ class RetrievalMixin:
         ids, _ = self.recommend(users, k, exclude_seen=exclude_seen)
         return {**ranking_metrics(ids, relevant, k), "n_users": int(users.size)}
 
-    def predict(self, users, items) -> np.ndarray:
+    def predict(self, users: ArrayLike, items: ArrayLike) -> np.ndarray:
         """Predicted scores ``p_u^T q_i`` of (user, item) pairs.
 
         Parameters
@@ -284,7 +302,11 @@ class RetrievalMixin:
             )
         return to_numpy((self._user_vectors(u) * self._item_vectors(i)).sum(1))
 
-    def score(self, X, y=None) -> float:
+    def score(
+        self,
+        X: Interactions | ObservedEntries | sp.spmatrix | sp.sparray | tuple,
+        y: ArrayLike | None = None,
+    ) -> float:
         """precision@k of held-out pairs (training pairs excluded), higher is better.
 
         ``k`` is ``eval_k`` where the model has it, else 10.

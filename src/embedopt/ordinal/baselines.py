@@ -29,11 +29,33 @@ SVRG-SBB.
 
 from __future__ import annotations
 
-from .._core import Interval, InvalidParameterError, check_memory, validate_params
+from collections.abc import Callable
+from typing import Literal
+
+import torch
+from numpy.typing import ArrayLike
+
+from .._core import (
+    DeviceLike,
+    DtypeLike,
+    Interval,
+    InvalidParameterError,
+    RandomStateLike,
+    check_memory,
+    validate_params,
+)
 from .._core.docs import RUN_PARAMETERS_DOC, fill_doc
+from ..data import Comparisons
 from ..linalg import embedding_from_gram, project_centered_psd
-from ..optim import GD_CONSTRAINTS, SGD_CONSTRAINTS, SolverResult, gradient_descent
+from ..optim import (
+    GD_CONSTRAINTS,
+    SGD_CONSTRAINTS,
+    IterationState,
+    SolverResult,
+    gradient_descent,
+)
 from ..optim import sgd as _sgd
+from .losses import OrdinalLoss
 from .problem import (
     GramProblem,
     batch_steps_per_epoch,
@@ -54,7 +76,9 @@ from .solvers import (
 __all__ = ["batch_gd", "projected_gd", "sgd", "svrg"]
 
 
-def svrg(comparisons, n_components: int = 2, **options) -> SolverResult:
+def svrg(
+    comparisons: Comparisons | ArrayLike, n_components: int = 2, **options
+) -> SolverResult:
     """Ordinal embedding by SVRG with a fixed step (the paper's "SVRG" baseline).
 
     :func:`~embedopt.ordinal.svrg_sbb` with ``step_size="constant"``: inner
@@ -91,25 +115,25 @@ def svrg(comparisons, n_components: int = 2, **options) -> SolverResult:
 
 
 def sgd(
-    comparisons,
+    comparisons: Comparisons | ArrayLike,
     n_components: int = 2,
     *,
-    init=None,
+    init: ArrayLike | torch.Tensor | None = None,
     max_iter: int = 100,
     tol: float = 1e-4,
-    random_state=None,
-    device="auto",
-    dtype="float32",
+    random_state: RandomStateLike = None,
+    device: DeviceLike = "auto",
+    dtype: DtypeLike = "float32",
     verbose: int = 0,
-    callback=None,
-    loss="ste",
-    learning_rate="auto",
+    callback: Callable[[IterationState], bool | None] | None = None,
+    loss: str | OrdinalLoss = "ste",
+    learning_rate: float | Literal["auto"] = "auto",
     learning_rate_decay: float = 1.0,
     batch_size: int = DEFAULT_BATCH_SIZE,
     update_frequency: int | None = None,
     init_scale: float = DEFAULT_INIT_SCALE,
     n_objects: int | None = None,
-    validation=None,
+    validation: Comparisons | ArrayLike | None = None,
 ) -> SolverResult:
     """Ordinal embedding by mini-batch SGD with a decaying step.
 
@@ -174,23 +198,23 @@ def sgd(
 
 
 def batch_gd(
-    comparisons,
+    comparisons: Comparisons | ArrayLike,
     n_components: int = 2,
     *,
-    init=None,
+    init: ArrayLike | torch.Tensor | None = None,
     max_iter: int = 100,
     tol: float = 1e-4,
-    random_state=None,
-    device="auto",
-    dtype="float32",
+    random_state: RandomStateLike = None,
+    device: DeviceLike = "auto",
+    dtype: DtypeLike = "float32",
     verbose: int = 0,
-    callback=None,
-    loss="ste",
-    learning_rate="auto",
+    callback: Callable[[IterationState], bool | None] | None = None,
+    loss: str | OrdinalLoss = "ste",
+    learning_rate: float | Literal["auto"] = "auto",
     update_frequency: int | None = None,
     init_scale: float = DEFAULT_INIT_SCALE,
     n_objects: int | None = None,
-    validation=None,
+    validation: Comparisons | ArrayLike | None = None,
 ) -> SolverResult:
     """Ordinal embedding by batch gradient descent with a fixed step ("ncvx Batch").
 
@@ -241,25 +265,25 @@ def batch_gd(
 
 @fill_doc(run_parameters=RUN_PARAMETERS_DOC)
 def projected_gd(
-    comparisons,
+    comparisons: Comparisons | ArrayLike,
     n_components: int = 2,
     *,
-    init=None,
+    init: ArrayLike | torch.Tensor | None = None,
     max_iter: int = 100,
     tol: float = 1e-4,
-    random_state=None,
-    device="auto",
-    dtype="float32",
+    random_state: RandomStateLike = None,
+    device: DeviceLike = "auto",
+    dtype: DtypeLike = "float32",
     verbose: int = 0,
-    callback=None,
-    loss="ste",
+    callback: Callable[[IterationState], bool | None] | None = None,
+    loss: str | OrdinalLoss = "ste",
     lam: float = 0.0,
     rank: int | None = None,
-    learning_rate="auto",
+    learning_rate: float | Literal["auto"] = "auto",
     update_frequency: int | None = None,
     init_scale: float = 0.1,
     n_objects: int | None = None,
-    validation=None,
+    validation: Comparisons | ArrayLike | None = None,
 ) -> SolverResult:
     """The convex baseline: projected gradient descent on the Gram matrix.
 

@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, Literal
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .._core import (
     RUN_CONSTRAINTS,
     BaseEstimator,
     DataValidationError,
+    DeviceLike,
+    DtypeLike,
     InstanceOf,
     Interval,
     Options,
+    RandomStateLike,
     as_array,
     check_is_fitted,
     to_numpy,
 )
-from ..data import as_comparisons, as_quadruplets
+from ..data import Comparisons, as_comparisons, as_quadruplets
+from ..optim import IterationState
 from . import baselines  # noqa: F401  (registers the baselines in SOLVERS first)
 from .losses import LOSSES, OrdinalLoss, get_loss
 from .solvers import (
@@ -242,37 +248,43 @@ class OrdinalEmbedding(BaseEstimator):
 
     def __init__(
         self,
-        n_components=2,
+        n_components: int = 2,
         *,
-        loss="ste",
-        solver="auto",
-        epsilon=DEFAULT_EPSILON,
-        relative_epsilon=True,
-        batch_size=DEFAULT_BATCH_SIZE,
-        update_frequency=None,
-        learning_rate="auto",
-        max_iter=None,
-        tol=None,
-        output="last",
-        module_epochs=5,
-        learning_rate_decay=1.0,
-        lam="auto",
-        mu=None,
-        alpha=None,
-        margin=None,
-        init_scale=None,
-        n_init="auto",
-        random_state=None,
-        device="auto",
-        dtype=None,
-        verbose=0,
-        callback=None,
+        loss: str | OrdinalLoss = "ste",
+        solver: str = "auto",
+        epsilon: float = DEFAULT_EPSILON,
+        relative_epsilon: bool = True,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        update_frequency: int | None = None,
+        learning_rate: float | Literal["auto"] = "auto",
+        max_iter: int | None = None,
+        tol: float | None = None,
+        output: str = "last",
+        module_epochs: int = 5,
+        learning_rate_decay: float = 1.0,
+        lam: float | Literal["auto"] = "auto",
+        mu: float | None = None,
+        alpha: float | None = None,
+        margin: float | None = None,
+        init_scale: float | None = None,
+        n_init: int | Literal["auto"] = "auto",
+        random_state: RandomStateLike = None,
+        device: DeviceLike = "auto",
+        dtype: DtypeLike = None,
+        verbose: int = 0,
+        callback: Callable[[IterationState], bool | None] | None = None,
     ):
         self._store_params(locals())
 
     # -- fitting -----------------------------------------------------------------
     def fit(
-        self, X, y=None, *, n_objects=None, validation=None, init=None
+        self,
+        X: Comparisons | ArrayLike,
+        y: ArrayLike | None = None,
+        *,
+        n_objects: int | None = None,
+        validation: Comparisons | ArrayLike | None = None,
+        init: ArrayLike | torch.Tensor | None = None,
     ) -> OrdinalEmbedding:
         """Learn the embedding from comparisons.
 
@@ -350,7 +362,9 @@ class OrdinalEmbedding(BaseEstimator):
         kwargs.update({k: v for k, v in own.items() if k not in defaults})
         return kwargs
 
-    def fit_transform(self, X, y=None, **fit_params) -> np.ndarray:
+    def fit_transform(
+        self, X: Comparisons | ArrayLike, y: ArrayLike | None = None, **fit_params
+    ) -> np.ndarray:
         """Fit, then return ``embedding_``.
 
         Parameters
@@ -367,7 +381,7 @@ class OrdinalEmbedding(BaseEstimator):
         return self.fit(X, y, **fit_params).embedding_
 
     # -- using the embedding -------------------------------------------------------
-    def transform(self, objects=None) -> np.ndarray:
+    def transform(self, objects: ArrayLike | None = None) -> np.ndarray:
         """Coordinates of objects in the learned embedding.
 
         Parameters
@@ -394,7 +408,7 @@ class OrdinalEmbedding(BaseEstimator):
             )
         return self.embedding_[idx]
 
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: Comparisons | ArrayLike) -> np.ndarray:
         """``d(first pair) - d(second pair)`` in the embedding (< 0: first closer).
 
         Parameters
@@ -419,7 +433,7 @@ class OrdinalEmbedding(BaseEstimator):
         d = (e * e).sum(-1)
         return to_numpy(d[:, 0] - d[:, 1])
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: Comparisons | ArrayLike) -> np.ndarray:
         """Responses: +1 where the first pair is closer, -1 otherwise (ties: -1).
 
         Parameters
@@ -432,7 +446,7 @@ class OrdinalEmbedding(BaseEstimator):
         """
         return np.where(self.decision_function(X) < 0, 1, -1).astype(np.int64)
 
-    def score(self, X, y=None) -> float:
+    def score(self, X: Comparisons | ArrayLike, y: ArrayLike | None = None) -> float:
         """Triplet accuracy: fraction of comparisons the embedding agrees with.
 
         ``1 - triplet_error`` (ties count as errors; degenerate comparisons are

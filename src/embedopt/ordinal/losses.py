@@ -93,10 +93,12 @@ class GNMDSLoss(OrdinalLoss):
     def __init__(self, margin: float = 1.0):
         self.margin = float(margin)
 
-    def value(self, d_near, d_far):
+    def value(self, d_near: torch.Tensor, d_far: torch.Tensor) -> torch.Tensor:
         return torch.relu(d_near + self.margin - d_far)
 
-    def partials(self, d_near, d_far):
+    def partials(
+        self, d_near: torch.Tensor, d_far: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         active = (d_near + self.margin - d_far > 0).to(d_near.dtype)
         return active, -active
 
@@ -135,11 +137,13 @@ class CKLLoss(OrdinalLoss):
         far = torch.clamp(self.mu + d_far, min=tiny)
         return total, far
 
-    def value(self, d_near, d_far):
+    def value(self, d_near: torch.Tensor, d_far: torch.Tensor) -> torch.Tensor:
         total, far = self._terms(d_near, d_far)
         return torch.log(total) - torch.log(far)
 
-    def partials(self, d_near, d_far):
+    def partials(
+        self, d_near: torch.Tensor, d_far: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         total, far = self._terms(d_near, d_far)
         a = 1.0 / total
         return a, a - 1.0 / far
@@ -155,10 +159,12 @@ class STELoss(OrdinalLoss):
 
     name = "ste"
 
-    def value(self, d_near, d_far):
+    def value(self, d_near: torch.Tensor, d_far: torch.Tensor) -> torch.Tensor:
         return F.softplus(d_near - d_far)
 
-    def partials(self, d_near, d_far):
+    def partials(
+        self, d_near: torch.Tensor, d_far: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         s = torch.sigmoid(d_near - d_far)
         return s, -s
 
@@ -205,11 +211,13 @@ class TSTELoss(OrdinalLoss):
             * (torch.log1p(d_near / alpha) - torch.log1p(d_far / alpha))
         )
 
-    def value(self, d_near, d_far):
+    def value(self, d_near: torch.Tensor, d_far: torch.Tensor) -> torch.Tensor:
         alpha = self._alpha()
         return F.softplus(self._u(d_near, d_far, alpha))
 
-    def partials(self, d_near, d_far):
+    def partials(
+        self, d_near: torch.Tensor, d_far: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         alpha = self._alpha()
         s = torch.sigmoid(self._u(d_near, d_far, alpha)) * (0.5 * (alpha + 1))
         return s / (alpha + d_near), -s / (alpha + d_far)
@@ -246,11 +254,13 @@ class SOELoss(OrdinalLoss):
         r_far = torch.clamp(d_far, min=floor) * inv_far
         return torch.relu(r_near + self.margin - r_far), inv_near, inv_far
 
-    def value(self, d_near, d_far):
+    def value(self, d_near: torch.Tensor, d_far: torch.Tensor) -> torch.Tensor:
         h, _, _ = self._hinge(d_near, d_far)
         return h * h
 
-    def partials(self, d_near, d_far):
+    def partials(
+        self, d_near: torch.Tensor, d_far: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         h, inv_near, inv_far = self._hinge(d_near, d_far)
         return h * inv_near, -h * inv_far
 
@@ -270,7 +280,7 @@ LOSSES = Registry(
 
 
 def get_loss(
-    loss,
+    loss: str | OrdinalLoss,
     n_components: int | None = None,
     *,
     mu: float | None = None,

@@ -22,10 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .._core import (
     DataValidationError,
+    DeviceLike,
+    DtypeLike,
     InvalidParameterError,
+    RandomStateLike,
     as_array,
     check_tensor_memory,
     resolve_device,
@@ -73,12 +77,12 @@ class OrdinalProblem:
 
     def __init__(
         self,
-        comparisons,
-        loss="ste",
+        comparisons: Comparisons | ArrayLike,
+        loss: str | OrdinalLoss = "ste",
         *,
         n_objects: int | None = None,
-        device="cpu",
-        dtype="float32",
+        device: DeviceLike = "cpu",
+        dtype: DtypeLike = "float32",
     ):
         comps = as_comparisons(comparisons, n_objects=n_objects)
         self.device = resolve_device(device)
@@ -432,17 +436,17 @@ def setup_options(
 
 
 def setup(
-    comparisons,
+    comparisons: Comparisons | ArrayLike,
     n_components: int,
     *,
-    loss,
-    n_objects,
-    init,
+    loss: str | OrdinalLoss,
+    n_objects: int | None,
+    init: ArrayLike | torch.Tensor | None,
     init_scale: float,
-    validation,
-    random_state,
-    device,
-    dtype,
+    validation: Comparisons | ArrayLike | None,
+    random_state: RandomStateLike,
+    device: DeviceLike,
+    dtype: DtypeLike,
     owner: str,
     factored: bool = True,
 ) -> _Setup:

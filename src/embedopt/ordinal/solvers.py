@@ -33,19 +33,33 @@ README.md``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Literal
+
 import torch
+from numpy.typing import ArrayLike
 
 from .._core import (
+    DeviceLike,
+    DtypeLike,
     Interval,
     InvalidParameterError,
+    RandomStateLike,
     Registry,
     few_threads,
     validate_params,
 )
-from ..optim import LBFGS_CONSTRAINTS, SVRG_CONSTRAINTS, SolverResult
+from ..data import Comparisons
+from ..optim import (
+    LBFGS_CONSTRAINTS,
+    SVRG_CONSTRAINTS,
+    IterationState,
+    SolverResult,
+)
 from ..optim import lbfgs as _lbfgs
 from ..optim import svrg as _svrg
-from .problem import setup, setup_options
+from .losses import OrdinalLoss
+from .problem import OrdinalProblem, setup, setup_options
 
 __all__ = [
     "AUTO_LBFGS_MAX_COMPARISONS",
@@ -135,7 +149,9 @@ def resolve_solver(name: str, n_comparisons: int) -> str:
     return "lbfgs" if n_comparisons <= AUTO_LBFGS_MAX_COMPARISONS else "svrg_sbb"
 
 
-def resolve_lam(lam, solver: str, loss, n_comparisons: int) -> float:
+def resolve_lam(
+    lam: float | Literal["auto"], solver: str, loss: OrdinalLoss, n_comparisons: int
+) -> float:
     """The ridge weight of a fit: ``lam`` with ``"auto"`` resolved.
 
     ``"auto"`` is ``1 / (2 |Q|)`` for the likelihood losses (STE, CKL) under
@@ -173,7 +189,12 @@ def resolve_lam(lam, solver: str, loss, n_comparisons: int) -> float:
     return 0.0
 
 
-def resolve_n_init(n_init, loss, n_components: int, init) -> int:
+def resolve_n_init(
+    n_init: int | Literal["auto"],
+    loss: OrdinalLoss,
+    n_components: int,
+    init: ArrayLike | torch.Tensor | None,
+) -> int:
     """The random starts of a fit: ``n_init`` with ``"auto"`` resolved.
 
     ``"auto"`` is 3 for SOE in at most 2 dimensions, whose hinge has poor
@@ -212,11 +233,11 @@ def solver_defaults(
     solver: str,
     n_comparisons: int,
     *,
-    max_iter=None,
-    tol=None,
-    init_scale=None,
-    dtype=None,
-    update_frequency=None,
+    max_iter: int | None = None,
+    tol: float | None = None,
+    init_scale: float | None = None,
+    dtype: DtypeLike = None,
+    update_frequency: int | None = None,
 ) -> dict:
     """The run options of ``solver`` with the ones left at None filled in.
 
@@ -252,7 +273,7 @@ def solver_defaults(
     return out
 
 
-def lbfgs_threads(problem) -> int | None:
+def lbfgs_threads(problem: OrdinalProblem) -> int | None:
     """Threads of an L-BFGS run: 1 on a CPU up to AUTO_LBFGS_MAX_COMPARISONS.
 
     A full pass over that few comparisons is too short for two threads to
@@ -330,30 +351,30 @@ def _run_svrg(comparisons, n_components, name, data, run, *, step_size, epsilon=
 
 # -- the paper's solvers and L-BFGS ---------------------------------------------------
 def svrg_sbb(
-    comparisons,
+    comparisons: Comparisons | ArrayLike,
     n_components: int = 2,
     *,
-    init=None,
+    init: ArrayLike | torch.Tensor | None = None,
     max_iter: int = 100,
     tol: float = 1e-4,
-    random_state=None,
-    device="auto",
-    dtype="float32",
+    random_state: RandomStateLike = None,
+    device: DeviceLike = "auto",
+    dtype: DtypeLike = "float32",
     verbose: int = 0,
-    callback=None,
-    loss="ste",
+    callback: Callable[[IterationState], bool | None] | None = None,
+    loss: str | OrdinalLoss = "ste",
     epsilon: float = DEFAULT_EPSILON,
     relative_epsilon: bool = True,
     batch_size: int = DEFAULT_BATCH_SIZE,
     update_frequency: int | None = None,
-    learning_rate="auto",
+    learning_rate: float | Literal["auto"] = "auto",
     output: str = "last",
     module_epochs: int | None = None,
     step_size: str = "sbb",
     lazy: bool = True,
     init_scale: float = DEFAULT_INIT_SCALE,
     n_objects: int | None = None,
-    validation=None,
+    validation: Comparisons | ArrayLike | None = None,
 ) -> SolverResult:
     """Ordinal embedding by SVRG with stabilized Barzilai-Borwein steps (Algorithm 1).
 
@@ -456,7 +477,7 @@ def svrg_sbb(
 
 
 def svrg_sbb_pl(
-    comparisons,
+    comparisons: Comparisons | ArrayLike,
     n_components: int = 2,
     *,
     module_epochs: int = 5,
@@ -497,23 +518,23 @@ def svrg_sbb_pl(
 
 
 def lbfgs(
-    comparisons,
+    comparisons: Comparisons | ArrayLike,
     n_components: int = 2,
     *,
-    init=None,
+    init: ArrayLike | torch.Tensor | None = None,
     max_iter: int = 1000,
     tol: float = DEFAULT_LBFGS_TOL,
-    random_state=None,
-    device="auto",
-    dtype="float64",
+    random_state: RandomStateLike = None,
+    device: DeviceLike = "auto",
+    dtype: DtypeLike = "float64",
     verbose: int = 0,
-    callback=None,
-    loss="ste",
+    callback: Callable[[IterationState], bool | None] | None = None,
+    loss: str | OrdinalLoss = "ste",
     history_size: int = 10,
     lam: float = 0.0,
     init_scale: float = 1.0,
     n_objects: int | None = None,
-    validation=None,
+    validation: Comparisons | ArrayLike | None = None,
 ) -> SolverResult:
     """Ordinal embedding by full-batch L-BFGS.
 

@@ -11,8 +11,13 @@ They share the call shape of :mod:`.solvers` and are registered in its
 
 from __future__ import annotations
 
-from .._core import fill_doc
-from ..optim import SolverResult
+from collections.abc import Callable
+
+import torch
+from numpy.typing import ArrayLike
+
+from .._core import RandomStateLike, fill_doc
+from ..optim import IterationState, SolverResult
 from .rotation_learners import CayleyLearner, ProcrustesLearner, UnconstrainedLearner
 from .solvers import (
     OPTIONS_DOC,
@@ -29,14 +34,14 @@ __all__ = ["cayley_descent", "opq", "unconstrained_descent"]
 
 @fill_doc(start=START_DOC, run=RUN_DOC, options=OPTIONS_DOC)
 def opq(
-    X,
-    init="identity",
+    X: ArrayLike | torch.Tensor,
+    init: str | ArrayLike | torch.Tensor = "identity",
     *,
     max_iter: int = 50,
     tol: float = 1e-5,
-    random_state=None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     n_subquantizers: int,
     n_centroids: int = 256,
     **options,
@@ -67,14 +72,14 @@ def opq(
 
 @fill_doc(start=START_DOC, run=RUN_DOC, options=OPTIONS_DOC)
 def cayley_descent(
-    X,
-    init="identity",
+    X: ArrayLike | torch.Tensor,
+    init: str | ArrayLike | torch.Tensor = "identity",
     *,
     max_iter: int = 50,
     tol: float = 1e-5,
-    random_state=None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     n_subquantizers: int,
     n_centroids: int = 256,
     n_rotation_steps: int = 5,
@@ -118,14 +123,14 @@ def cayley_descent(
 
 @fill_doc(start=START_DOC, run=RUN_DOC, options=OPTIONS_DOC)
 def unconstrained_descent(
-    X,
-    init="identity",
+    X: ArrayLike | torch.Tensor,
+    init: str | ArrayLike | torch.Tensor = "identity",
     *,
     max_iter: int = 50,
     tol: float = 1e-5,
-    random_state=None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     n_subquantizers: int,
     n_centroids: int = 256,
     n_rotation_steps: int = 5,

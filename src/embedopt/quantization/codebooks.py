@@ -66,7 +66,7 @@ class _Divisor(InstanceOf):
         )
 
 
-def check_n_subquantizers(owner: str, M, n: int, what: str | None = None) -> None:
+def check_n_subquantizers(owner: str, M: int, n: int, what: str | None = None) -> None:
     """Check that ``M`` subspaces split the dimension ``n`` evenly.
 
     Parameters

@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, Literal
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .._core import (
     RUN_PARAMETERS_DOC,
     BaseEstimator,
     DataValidationError,
+    DeviceLike,
+    DtypeLike,
     Interval,
     Options,
+    RandomStateLike,
     as_array,
     check_is_fitted,
     fill_doc,
     to_numpy,
 )
+from ..optim import IterationState
 from .codebooks import adc_search, decode, lloyd, split
 from .problem import as_vectors
 from .rotation_learners import ROTATIONS
@@ -176,32 +182,38 @@ class ProductQuantizer(BaseEstimator):
 
     def __init__(
         self,
-        n_subquantizers=8,
-        n_centroids=256,
+        n_subquantizers: int = 8,
+        n_centroids: int = 256,
         *,
-        rotation="gcd-g",
-        rotation_init="eigenvalue",
-        max_iter=50,
-        n_rotation_steps=5,
-        learning_rate="auto",
-        step_rule="exact",
-        kmeans_iter=4,
-        init_kmeans_iter=20,
-        refine_iter=10,
-        kmeans_init="k-means++",
-        metric="l2",
-        tol=1e-3,
-        chunk_size=64,
-        random_state=None,
-        device="auto",
-        dtype="float32",
-        verbose=0,
-        callback=None,
+        rotation: str = "gcd-g",
+        rotation_init: str | ArrayLike | torch.Tensor = "eigenvalue",
+        max_iter: int = 50,
+        n_rotation_steps: int = 5,
+        learning_rate: float | Literal["auto"] = "auto",
+        step_rule: str = "exact",
+        kmeans_iter: int = 4,
+        init_kmeans_iter: int = 20,
+        refine_iter: int = 10,
+        kmeans_init: str = "k-means++",
+        metric: str = "l2",
+        tol: float = 1e-3,
+        chunk_size: int = 64,
+        random_state: RandomStateLike = None,
+        device: DeviceLike = "auto",
+        dtype: DtypeLike = "float32",
+        verbose: int = 0,
+        callback: Callable[[IterationState], bool | None] | None = None,
     ):
         self._store_params(locals())
 
     # -- fitting -----------------------------------------------------------------
-    def fit(self, X, y=None, *, validation=None) -> ProductQuantizer:
+    def fit(
+        self,
+        X: ArrayLike | torch.Tensor,
+        y: ArrayLike | None = None,
+        *,
+        validation: ArrayLike | torch.Tensor | None = None,
+    ) -> ProductQuantizer:
         """Learn the rotation and the codebooks.
 
         Parameters
@@ -250,7 +262,7 @@ class ProductQuantizer(BaseEstimator):
             X, name, device=R.device, dtype=R.dtype, n_features=self.n_features_in_
         )
 
-    def encode(self, X) -> np.ndarray:
+    def encode(self, X: ArrayLike | torch.Tensor) -> np.ndarray:
         """PQ codes of ``X R``.
 
         Parameters
@@ -293,7 +305,7 @@ class ProductQuantizer(BaseEstimator):
             c.astype(small, copy=False), device=self.rotation_tensor_.device
         )
 
-    def decode(self, codes) -> np.ndarray:
+    def decode(self, codes: ArrayLike | torch.Tensor) -> np.ndarray:
         """Reconstructions ``phi(X R) R^T`` from codes.
 
         Parameters
@@ -307,7 +319,7 @@ class ProductQuantizer(BaseEstimator):
         c = self._codes(codes)
         return to_numpy(decode(c, self.codebooks_tensor_) @ self.rotation_tensor_.T)
 
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X: ArrayLike | torch.Tensor) -> np.ndarray:
         """Quantized vectors ``T(X) = phi(X R) R^T`` (encode then decode).
 
         Parameters
@@ -320,7 +332,7 @@ class ProductQuantizer(BaseEstimator):
         """
         return self.decode(self.encode(X))
 
-    def distortion(self, X) -> float:
+    def distortion(self, X: ArrayLike | torch.Tensor) -> float:
         """Mean squared reconstruction error ``mean_i ||x_i - T(x_i)||^2``.
 
         Parameters
@@ -335,7 +347,7 @@ class ProductQuantizer(BaseEstimator):
         rec = torch.as_tensor(self.transform(Xt), device=Xt.device)
         return float(((Xt - rec).double() ** 2).sum(1).mean())
 
-    def score(self, X, y=None) -> float:
+    def score(self, X: ArrayLike | torch.Tensor, y: ArrayLike | None = None) -> float:
         """Negative distortion (greater is better).
 
         Parameters
@@ -351,7 +363,14 @@ class ProductQuantizer(BaseEstimator):
         return -self.distortion(X)
 
     # -- search ------------------------------------------------------------------
-    def search(self, queries, codes, k: int = 10, *, metric: str | None = None):
+    def search(
+        self,
+        queries: ArrayLike | torch.Tensor,
+        codes: ArrayLike | torch.Tensor,
+        k: int = 10,
+        *,
+        metric: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Asymmetric-distance search of ``queries`` among encoded vectors.
 
         Queries are rotated (``q R``) but not quantized; scores use the

@@ -9,11 +9,14 @@ optional dependency: ``pip install "embedopt[faiss]"`` (faiss-cpu).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._core import DataValidationError, check_is_fitted
 from ..linalg.rotations import orthogonality_error
+from .estimators import ProductQuantizer
 
 __all__ = ["to_faiss"]
 
@@ -21,7 +24,9 @@ __all__ = ["to_faiss"]
 FAISS_INSTALL = 'pip install "embedopt[faiss]"'
 
 
-def to_faiss(pq, codes=None, *, metric: str | None = None):
+def to_faiss(
+    pq: ProductQuantizer, codes: ArrayLike | None = None, *, metric: str | None = None
+) -> Any:
     """Build a faiss index equivalent to a fitted :class:`ProductQuantizer`.
 
     Parameters

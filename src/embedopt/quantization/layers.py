@@ -122,7 +122,12 @@ class ProductQuantizationLayer(nn.Module):
     """
 
     def __init__(
-        self, dim: int, n_subquantizers: int, n_centroids: int, *, rotation="givens"
+        self,
+        dim: int,
+        n_subquantizers: int,
+        n_centroids: int,
+        *,
+        rotation: str = "givens",
     ):
         super().__init__()
         params = {
@@ -244,7 +249,9 @@ class ProductQuantizationLayer(nn.Module):
         return assign(split(z, self.n_subquantizers), self.codebooks)[0]
 
     @torch.no_grad()
-    def search(self, queries: torch.Tensor, codes: torch.Tensor, k: int, **kw):
+    def search(
+        self, queries: torch.Tensor, codes: torch.Tensor, k: int, **kw
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Inner-product ADC search of queries among encoded items.
 
         Parameters

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
-from .._core import DataValidationError
+from .._core import DataValidationError, DeviceLike, DtypeLike
 from .codebooks import check_n_subquantizers, decode
 
 __all__ = [
@@ -63,11 +64,11 @@ class RotatedPQ:
 
 
 def as_vectors(
-    X,
+    X: ArrayLike | torch.Tensor,
     name: str = "X",
     *,
-    device=None,
-    dtype=None,
+    device: DeviceLike = None,
+    dtype: DtypeLike = None,
     n_features: int | None = None,
 ) -> torch.Tensor:
     """Validate and convert a 2-D float array of vectors to a tensor.

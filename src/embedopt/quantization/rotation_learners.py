@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .._core import DataValidationError, Registry, as_array
 from ..linalg.rotations import apply_givens, apply_givens_sequence, cayley, procrustes
@@ -125,7 +126,7 @@ class ProcrustesLearner(RotationLearner):
 
     name = "procrustes"
 
-    def step(self, X, Y, R):
+    def step(self, X: torch.Tensor, Y: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
         return procrustes(X, Y)
 
 
@@ -174,7 +175,7 @@ class GivensLearner(RotationLearner):
         self.generator = generator
         self._lr = math.nan
 
-    def step(self, X, Y, R):
+    def step(self, X: torch.Tensor, Y: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
         C = moments(X, Y)
         R = R.double().clone()
         Z = R.T @ C  # kept up to date by rotating its rows (O(n^2) per step)
@@ -197,7 +198,7 @@ class GivensLearner(RotationLearner):
             apply(Z, i, j, theta, dim=0)  # (R P)^T C = P^T Z
         return R.to(X.dtype)
 
-    def info(self):
+    def info(self) -> dict:
         return {"learning_rate": self._lr}
 
 
@@ -228,7 +229,7 @@ class CayleyLearner(RotationLearner):
         self.learning_rate = learning_rate
         self._lr = math.nan
 
-    def step(self, X, Y, R):
+    def step(self, X: torch.Tensor, Y: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
         C = moments(X, Y)
         R0 = R.double()
         n = R0.shape[0]
@@ -255,7 +256,7 @@ class CayleyLearner(RotationLearner):
             S = S - S.T
             return (R0 @ cayley(S)).to(X.dtype)
 
-    def info(self):
+    def info(self) -> dict:
         return {"learning_rate": self._lr}
 
 
@@ -283,14 +284,17 @@ class UnconstrainedLearner(RotationLearner):
     settings = ("n_steps", "learning_rate", "penalty")
 
     def __init__(
-        self, n_steps: int = 5, learning_rate: float | str = "auto", penalty=1.0
+        self,
+        n_steps: int = 5,
+        learning_rate: float | str = "auto",
+        penalty: float = 1.0,
     ):
         self.n_steps = n_steps
         self.learning_rate = learning_rate
         self.penalty = penalty
         self._lr = math.nan
 
-    def step(self, X, Y, R):
+    def step(self, X: torch.Tensor, Y: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
         n = X.shape[1]
         Cxy = moments(X, Y)
         Syy = moments(Y, Y)
@@ -306,7 +310,7 @@ class UnconstrainedLearner(RotationLearner):
             W = W - lr * unconstrained_gradient(W, Cxy, Syy, mu)
         return W.to(X.dtype)
 
-    def info(self):
+    def info(self) -> dict:
         return {"learning_rate": self._lr}
 
 
@@ -526,7 +530,7 @@ ROTATION_INITS = Registry(
 
 
 def initial_rotation(
-    init,
+    init: str | ArrayLike | torch.Tensor,
     X: torch.Tensor,
     M: int,
     generator: torch.Generator | None = None,

@@ -24,25 +24,30 @@ listed in :data:`SOLVERS` (look-up: :func:`get_solver`) and return a
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .._core import (
     RUN_CONSTRAINTS,
     DataValidationError,
+    DeviceLike,
+    DtypeLike,
     FitContext,
     InstanceOf,
     Interval,
     Options,
+    RandomStateLike,
     Registry,
     fill_doc,
     resolve_fit_context,
     validate_params,
 )
 from ..linalg.rotations import orthogonality_error, reorthogonalize
-from ..optim import IterationMonitor, SolverResult
+from ..optim import IterationMonitor, IterationState, SolverResult
 from ..optim.givens import PairSelection
 from ..optim.monitor import solver_monitor
 from .codebooks import decode, kmeans_plusplus, lloyd, random_init, split
@@ -136,7 +141,7 @@ _REORTH_TOL = 1e-6
 
 
 def _training_data(
-    X,
+    X: ArrayLike | torch.Tensor,
     validation,
     init,
     M: int,
@@ -205,23 +210,23 @@ def _rotation_step(
 
 @fill_doc(start=START_DOC, run=RUN_DOC)
 def rotated_pq(
-    X,
-    init="identity",
+    X: ArrayLike | torch.Tensor,
+    init: str | ArrayLike | torch.Tensor = "identity",
     *,
     max_iter: int = 50,
     tol: float = 1e-5,
-    random_state=None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     n_subquantizers: int,
     n_centroids: int = 256,
     learner: RotationLearner | None = None,
     kmeans_iter: int = 4,
     init_kmeans_iter: int = 20,
     kmeans_init: str = "k-means++",
-    validation=None,
-    device="auto",
-    dtype="float32",
+    validation: ArrayLike | torch.Tensor | None = None,
+    device: DeviceLike = "auto",
+    dtype: DtypeLike = "float32",
     name: str = "rotated_pq",
 ) -> SolverResult:
     """Alternating minimization of the PQ distortion over codebooks and rotation.
@@ -331,14 +336,14 @@ def _alternate(
 
 @fill_doc(start=START_DOC, run=RUN_DOC, options=OPTIONS_DOC)
 def givens_descent(
-    X,
-    init="identity",
+    X: ArrayLike | torch.Tensor,
+    init: str | ArrayLike | torch.Tensor = "identity",
     *,
     max_iter: int = 50,
     tol: float = 1e-5,
-    random_state=None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     n_subquantizers: int,
     n_centroids: int = 256,
     selection: str | PairSelection = "greedy",
@@ -400,14 +405,14 @@ def givens_descent(
 
 @fill_doc(start=START_DOC, run=RUN_DOC, options=OPTIONS_DOC)
 def fit_product_quantizer(
-    X,
-    init="eigenvalue",
+    X: ArrayLike | torch.Tensor,
+    init: str | ArrayLike | torch.Tensor = "eigenvalue",
     *,
     max_iter: int = 50,
     tol: float = 1e-3,
-    random_state=None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     n_subquantizers: int,
     n_centroids: int = 256,
     rotation: str = "gcd_g",

@@ -21,11 +21,13 @@ The estimator, :class:`~.two_tower_estimator.TwoTowerRetrieval`, calls
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 import torch
+from numpy.typing import ArrayLike
 from torch import nn
 
 from .._core import (
@@ -43,7 +45,13 @@ from .._core import (
     resolve_random_state,
     validate_params,
 )
-from ..data import SideFeatures, as_interactions, as_side_features
+from ..data import (
+    Interactions,
+    ObservedEntries,
+    SideFeatures,
+    as_interactions,
+    as_side_features,
+)
 from ..nn import RETRIEVAL_LOSSES, ConcatTower, retrieval_loss
 from ..optim import (
     GivensOptimizer,
@@ -323,9 +331,9 @@ _WARM_CONFIG_KEYS = (
 
 
 def train_two_tower_index(
-    interactions,
-    user_features=None,
-    item_features=None,
+    interactions: Interactions | ObservedEntries | sp.spmatrix | sp.sparray | tuple,
+    user_features: Mapping[str, ArrayLike] | SideFeatures | None = None,
+    item_features: Mapping[str, ArrayLike] | SideFeatures | None = None,
     *,
     n_components: int = 64,
     hidden: int = 128,

@@ -8,20 +8,31 @@ items' PQ codes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 import torch
+from numpy.typing import ArrayLike
 
 from .._core import (
     BaseEstimator,
     DataValidationError,
+    DeviceLike,
+    DtypeLike,
+    RandomStateLike,
     check_is_fitted,
     to_numpy,
 )
-from ..data import as_interactions
+from ..data import (
+    Interactions,
+    ObservedEntries,
+    SideFeatures,
+    as_interactions,
+)
 from ..nn import RetrievalMixin
+from ..optim import IterationState
 from .two_tower import INDEX_ROTATIONS, TWO_TOWER_CONSTRAINTS, train_two_tower_index
 
 __all__ = ["TwoTowerRetrieval"]
@@ -159,41 +170,41 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
 
     def __init__(
         self,
-        n_components=64,
+        n_components: int = 64,
         *,
-        hidden=128,
-        n_subquantizers=8,
-        n_centroids=256,
-        rotation="gcd_g",
-        loss="hinge",
-        margin=0.1,
-        temperature=0.05,
-        batch_size=1024,
-        learning_rate=3e-3,
-        rotation_learning_rate=1.0,
-        warmup_steps=2000,
-        n_steps=2000,
-        distortion_weight=1.0,
-        warm_start_samples=8192,
-        warm_start_iter=200,
-        log_every=100,
-        random_state=None,
-        device="auto",
-        dtype="float32",
-        verbose=0,
-        callback=None,
+        hidden: int = 128,
+        n_subquantizers: int = 8,
+        n_centroids: int = 256,
+        rotation: str = "gcd_g",
+        loss: str = "hinge",
+        margin: float = 0.1,
+        temperature: float = 0.05,
+        batch_size: int = 1024,
+        learning_rate: float = 3e-3,
+        rotation_learning_rate: float = 1.0,
+        warmup_steps: int = 2000,
+        n_steps: int = 2000,
+        distortion_weight: float = 1.0,
+        warm_start_samples: int = 8192,
+        warm_start_iter: int = 200,
+        log_every: int = 100,
+        random_state: RandomStateLike = None,
+        device: DeviceLike = "auto",
+        dtype: DtypeLike = "float32",
+        verbose: int = 0,
+        callback: Callable[[IterationState], bool | None] | None = None,
     ):
         self._store_params(locals())
 
     def fit(
         self,
-        X,
-        y=None,
+        X: Interactions | ObservedEntries | sp.spmatrix | sp.sparray | tuple,
+        y: ArrayLike | None = None,
         *,
-        shape=None,
-        user_features=None,
-        item_features=None,
-        warm_start_from=None,
+        shape: tuple[int, int] | None = None,
+        user_features: Mapping[str, ArrayLike] | SideFeatures | None = None,
+        item_features: Mapping[str, ArrayLike] | SideFeatures | None = None,
+        warm_start_from: TwoTowerRetrieval | None = None,
     ) -> TwoTowerRetrieval:
         """Train the towers and the index (warm-up, OPQ warm start, index phase).
 

@@ -30,29 +30,36 @@ inside the trace bound by rescaling.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse.linalg as spla
 import torch
 
 from .._core import (
+    DeviceLike,
+    DtypeLike,
     Interval,
     InvalidParameterError,
     Options,
+    RandomStateLike,
     check_param,
     fill_doc,
     validated_params,
 )
 from ..optim import (
     IterationMonitor,
+    IterationState,
     SolverResult,
     accelerated_proximal_gradient,
     armijo_backtracking,
 )
+from .problem import FactorGradient, FactorProblem
 from .solvers import (
     _COMMON,
     RUN_OPTIONS_DOC,
     SOLVERS,
+    FactorInit,
     _bm_gradient,
     _dot,
     _sq,
@@ -89,7 +96,12 @@ FRANK_WOLFE_CONSTRAINTS = {
 
 
 # -- Burer-Monteiro ----------------------------------------------------------------
-def quartic_step(problem, V: torch.Tensor, D: torch.Tensor, gradient=None) -> float:
+def quartic_step(
+    problem: FactorProblem,
+    V: torch.Tensor,
+    D: torch.Tensor,
+    gradient: FactorGradient | None = None,
+) -> float:
     """Exact minimizer ``t >= 0`` of ``f((V + t D)(V + t D)^T)`` for quadratic f.
 
     With ``Z_0 = V V^T``, ``E_1 = D V^T + V D^T`` and ``E_2 = D D^T``,
@@ -175,16 +187,16 @@ class _BurerMonteiroStep:
 @fill_doc(run_options=RUN_OPTIONS_DOC)
 @validated_params(BM_AGD_CONSTRAINTS, owner="bm_agd")
 def bm_agd(
-    problem,
-    init,
+    problem: FactorProblem,
+    init: FactorInit,
     *,
     max_iter: int = 1000,
     tol: float = 1e-7,
-    random_state=None,
-    device=None,
-    dtype=None,
+    random_state: RandomStateLike = None,
+    device: DeviceLike = None,
+    dtype: DtypeLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     target: float | None = None,
     time_limit: float | None = None,
     init_scale: float = 1.0,
@@ -236,7 +248,9 @@ def bm_agd(
 SOLVERS.add("bm_agd", bm_agd)
 
 
-def burer_monteiro(problem, init, *, method: str = "agd", **options) -> SolverResult:
+def burer_monteiro(
+    problem: FactorProblem, init: FactorInit, *, method: str = "agd", **options
+) -> SolverResult:
     """Burer-Monteiro on ``f(V V^T)`` (eq. 2), either method by name.
 
     - ``method="agd"``: :func:`bm_agd`, the paper's AGD baseline;
@@ -336,16 +350,16 @@ def _local_steps(step: _BurerMonteiroStep, V: torch.Tensor, n_steps: int, tau: f
 @fill_doc(run_options=RUN_OPTIONS_DOC)
 @validated_params(FRANK_WOLFE_CONSTRAINTS, owner="frank_wolfe")
 def frank_wolfe(
-    problem,
-    init=None,
+    problem: FactorProblem,
+    init: FactorInit | None = None,
     *,
     max_iter: int = 1000,
     tol: float = 1e-6,
-    random_state=None,
-    device=None,
-    dtype=None,
+    random_state: RandomStateLike = None,
+    device: DeviceLike = None,
+    dtype: DtypeLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     target: float | None = None,
     time_limit: float | None = None,
     init_scale: float = 1.0,

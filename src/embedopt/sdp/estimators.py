@@ -7,21 +7,26 @@ Sec. 4.2).
 from __future__ import annotations
 
 import warnings
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, Literal
 
 import numpy as np
 import scipy.sparse as sp
 import torch
+from numpy.typing import ArrayLike
 from scipy.cluster.vq import kmeans2
 
 from .._core import (
     RUN_CONSTRAINTS,
     BaseEstimator,
     DataValidationError,
+    DeviceLike,
+    DtypeLike,
     Interval,
     InvalidParameterError,
     NumericalInstabilityError,
     Options,
+    RandomStateLike,
     as_array,
     check_is_fitted,
     check_param,
@@ -30,6 +35,7 @@ from .._core import (
     to_numpy,
 )
 from ..metrics import nearest_neighbor_accuracy, rand_index
+from ..optim import IterationState
 from .graphs import knn_laplacian, knn_pairs
 from .problem import (
     CMVUProblem,
@@ -318,20 +324,26 @@ class KernelLearning(BaseEstimator):
         bandwidth: float | None = None,
         solver: str = "auto",
         n_pairs: int | None = None,
-        gamma="auto",
+        gamma: float | Literal["auto", "eq17"] = "auto",
         max_iter: int = 1000,
         tol: float | None = None,
         init_scale: float = 1.0,
-        random_state=None,
-        device="auto",
-        dtype="float64",
+        random_state: RandomStateLike = None,
+        device: DeviceLike = "auto",
+        dtype: DtypeLike = "float64",
         verbose: int = 0,
-        callback=None,
+        callback: Callable[[IterationState], bool | None] | None = None,
     ):
         self._store_params(locals())
 
     def fit(
-        self, X, y=None, *, must_link=None, cannot_link=None, laplacian=None
+        self,
+        X: ArrayLike | sp.spmatrix | sp.sparray,
+        y: ArrayLike | None = None,
+        *,
+        must_link: ArrayLike | None = None,
+        cannot_link: ArrayLike | None = None,
+        laplacian: sp.spmatrix | sp.sparray | None = None,
     ) -> KernelLearning:
         """Learn the kernel of the patterns X.
 
@@ -419,7 +431,9 @@ class KernelLearning(BaseEstimator):
         )
 
     @fill_doc(score_doc=_SCORE_DOC)
-    def score(self, X, y=None) -> float:
+    def score(
+        self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike | None = None
+    ) -> float:
         """Rand index of kernel k-means on the learned kernel against labels y.
 
         The kernel is transductive (it has no rows for new patterns) and its
@@ -433,7 +447,7 @@ class KernelLearning(BaseEstimator):
         y = _score_labels(self, X, y)
         return rand_index(self.cluster(len(np.unique(y))), y)
 
-    def kernel(self, i, j) -> np.ndarray:
+    def kernel(self, i: ArrayLike, j: ArrayLike) -> np.ndarray:
         """Learned kernel values ``K_ij = <v_i, v_j>`` on demand.
 
         Parameters
@@ -466,7 +480,9 @@ class KernelLearning(BaseEstimator):
                 )
         return np.einsum("...k,...k->...", V[i], V[j])
 
-    def cluster(self, n_clusters: int, *, n_init: int = 10, random_state=None):
+    def cluster(
+        self, n_clusters: int, *, n_init: int = 10, random_state: RandomStateLike = None
+    ) -> np.ndarray:
         """Kernel k-means on the learned kernel: k-means on the rows of V.
 
         With ``K = V V^T`` the feature-space distance is
@@ -610,19 +626,21 @@ class ColoredMVU(BaseEstimator):
         n_neighbors: int = 5,
         lam: float = 1.0,
         solver: str = "auto",
-        gamma="auto",
+        gamma: float | Literal["auto", "eq17"] = "auto",
         max_iter: int = 1000,
         tol: float | None = None,
         init_scale: float = 1.0,
-        random_state=None,
-        device="auto",
-        dtype="float64",
+        random_state: RandomStateLike = None,
+        device: DeviceLike = "auto",
+        dtype: DtypeLike = "float64",
         verbose: int = 0,
-        callback=None,
+        callback: Callable[[IterationState], bool | None] | None = None,
     ):
         self._store_params(locals())
 
-    def fit(self, X, y=None) -> ColoredMVU:
+    def fit(
+        self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike | None = None
+    ) -> ColoredMVU:
         """Embed the patterns X, coloured by the labels y.
 
         Parameters
@@ -661,7 +679,9 @@ class ColoredMVU(BaseEstimator):
         return self
 
     @fill_doc(score_doc=_SCORE_DOC)
-    def score(self, X, y=None) -> float:
+    def score(
+        self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike | None = None
+    ) -> float:
         """Leave-one-out 1-NN accuracy of the embedding against labels y.
 
         The embedding is transductive (it places the patterns of the fit
@@ -676,7 +696,9 @@ class ColoredMVU(BaseEstimator):
         y = _score_labels(self, X, y)
         return nearest_neighbor_accuracy(self.embedding_, y)
 
-    def fit_transform(self, X, y=None) -> np.ndarray:
+    def fit_transform(
+        self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike | None = None
+    ) -> np.ndarray:
         """Fit, then return ``embedding_``.
 
         Parameters

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from .._core import InvalidParameterError
+from .problem import FactorGradient, FactorProblem
 
 __all__ = ["GammaEstimate", "estimate_gamma"]
 
@@ -30,7 +31,13 @@ class GammaEstimate:
         Power-iteration vector, to warm-start the next ``||G||_2`` estimate.
     """
 
-    def __init__(self, gamma, lipschitz, sigma, vector=None):
+    def __init__(
+        self,
+        gamma: float,
+        lipschitz: float,
+        sigma: float,
+        vector: torch.Tensor | None = None,
+    ):
         self.gamma, self.lipschitz, self.sigma, self.vector = (
             gamma,
             lipschitz,
@@ -48,10 +55,10 @@ def _sigma_min_gram(A: torch.Tensor) -> float:
 
 
 def estimate_gamma(
-    problem,
+    problem: FactorProblem,
     X: torch.Tensor,
     Y: torch.Tensor,
-    gradient=None,
+    gradient: FactorGradient | None = None,
     *,
     rule: str = "auto",
     margin: float = 0.01,

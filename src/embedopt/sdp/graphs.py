@@ -14,9 +14,10 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 import torch
+from numpy.typing import ArrayLike
 from scipy.sparse.csgraph import connected_components
 
-from .._core import DataValidationError, DataWarning
+from .._core import DataValidationError, DataWarning, DeviceLike
 
 __all__ = ["knn_laplacian", "knn_pairs"]
 
@@ -34,11 +35,11 @@ def _warn_if_disconnected(graph, message: str, *, stacklevel: int, **fields):
 
 
 def knn_laplacian(
-    X,
+    X: ArrayLike | sp.spmatrix | sp.sparray,
     n_neighbors: int = 5,
     *,
     bandwidth: float | None = None,
-    device="cpu",
+    device: DeviceLike = "cpu",
     chunk_size: int | None = None,
     warn_disconnected: bool = True,
 ) -> sp.csr_matrix:
@@ -166,7 +167,13 @@ def _closest_cross_pair(feats: torch.Tensor, inside: np.ndarray, chunk: int):
     return best[1], best[2]
 
 
-def knn_pairs(X, n_neighbors: int = 5, *, connect: bool = True, device="cpu"):
+def knn_pairs(
+    X: ArrayLike | sp.spmatrix | sp.sparray,
+    n_neighbors: int = 5,
+    *,
+    connect: bool = True,
+    device: DeviceLike = "cpu",
+) -> tuple[np.ndarray, np.ndarray]:
     """The pairs N of CMVU: the symmetric kNN graph, made connected.
 
     ``{i, j}`` is a pair when j is among the ``n_neighbors`` nearest

@@ -49,14 +49,18 @@ order; in float32 every sum that cancels is still accumulated in float64.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
 import torch
+from numpy.typing import ArrayLike
 
 from .._core import (
     DataValidationError,
+    DeviceLike,
+    RandomStateLike,
     as_array,
     fill_doc,
     resolve_random_state,
@@ -90,7 +94,12 @@ class FactorGradient:
         f defined on symmetric matrices through ``sym(Z) = (Z + Z^T) / 2``).
     """
 
-    def __init__(self, value, matmul, rmatmul=None):
+    def __init__(
+        self,
+        value: float | Callable[[], float],
+        matmul: Callable[[torch.Tensor], torch.Tensor],
+        rmatmul: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    ):
         self._value = value
         self.matmul = matmul
         self.rmatmul = rmatmul if rmatmul is not None else matmul
@@ -196,7 +205,7 @@ class _PairProblem:
     quadratic = True
     strong_convexity = 0.0
 
-    def __init__(self, n: int, lam: float, device, dtype):
+    def __init__(self, n: int, lam: float, device: DeviceLike, dtype: torch.dtype):
         self.n = int(n)
         self.lam = float(lam)
         self.device = torch.device(device)
@@ -262,13 +271,13 @@ class NPKLProblem(_PairProblem):
     def __init__(
         self,
         n: int,
-        must_link=None,
-        cannot_link=None,
-        laplacian=None,
+        must_link: ArrayLike | None = None,
+        cannot_link: ArrayLike | None = None,
+        laplacian: sp.spmatrix | sp.sparray | ArrayLike | None = None,
         *,
         lam: float = 1.0,
-        device="cpu",
-        dtype=torch.float64,
+        device: DeviceLike = "cpu",
+        dtype: torch.dtype = torch.float64,
     ):
         super().__init__(n, lam, device, dtype)
         ml, cl = check_pairs(must_link, cannot_link, self.n)
@@ -351,7 +360,9 @@ class NPKLProblem(_PairProblem):
         left, right = torch.cat([U, V], 1), torch.cat([V, U], 1)
         return 0.5 * self._rowwise_dots(left, right, 1)[:, 0]
 
-    def cross_pair_values(self, D: torch.Tensor, others) -> torch.Tensor:
+    def cross_pair_values(
+        self, D: torch.Tensor, others: Sequence[torch.Tensor]
+    ) -> torch.Tensor:
         """``[s_p(D, B_1), ..., s_p(D, B_m)]`` in one pass over Omega.
 
         The exact step of AAGD needs the pair values of its direction D
@@ -375,7 +386,9 @@ class NPKLProblem(_PairProblem):
         right = torch.cat([M for B in others for M in (B, D)], 1)
         return 0.5 * self._rowwise_dots(left, right, len(others))
 
-    def pair_gradient(self, resid: torch.Tensor, out=None) -> torch.Tensor:
+    def pair_gradient(
+        self, resid: torch.Tensor, out: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``G = S(resid) + lam Lap`` as one CSR matrix (the gradient of f).
 
         ``S(r) = sum_p r_p (e_i e_j^T + e_j e_i^T) / 2``; with
@@ -582,7 +595,9 @@ def _as_pairs(pairs, name: str) -> np.ndarray:
     return arr.astype(np.int64)
 
 
-def check_pairs(must_link, cannot_link, n: int) -> tuple[np.ndarray, np.ndarray]:
+def check_pairs(
+    must_link: ArrayLike | None, cannot_link: ArrayLike | None, n: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Validate must-link and cannot-link pairs of n patterns.
 
     Parameters
@@ -640,7 +655,9 @@ def check_pairs(must_link, cannot_link, n: int) -> tuple[np.ndarray, np.ndarray]
     return ml, cl
 
 
-def sample_pairs(y, n_pairs: int, random_state=None) -> tuple[np.ndarray, np.ndarray]:
+def sample_pairs(
+    y: ArrayLike, n_pairs: int, random_state: RandomStateLike = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Sample must-link and cannot-link pairs from class labels.
 
     As in the paper's NPKL experiments (Table 1): ``n_pairs`` distinct
@@ -698,7 +715,7 @@ def sample_pairs(y, n_pairs: int, random_state=None) -> tuple[np.ndarray, np.nda
 
 
 # -- CMVU (eq. 23) ---------------------------------------------------------------
-def one_hot_labels(y) -> np.ndarray:
+def one_hot_labels(y: ArrayLike) -> np.ndarray:
     """The one-hot label matrix Y (n x c), so that ``K = Y Y^T``.
 
     ``K_ij = 1`` when i and j share a class, 0 otherwise: the label kernel of
@@ -776,13 +793,13 @@ class CMVUProblem(_PairProblem):
     def __init__(
         self,
         n: int,
-        pairs,
-        sqdist,
-        labels=None,
+        pairs: ArrayLike,
+        sqdist: ArrayLike,
+        labels: ArrayLike | None = None,
         *,
         lam: float = 1.0,
-        device="cpu",
-        dtype=torch.float64,
+        device: DeviceLike = "cpu",
+        dtype: torch.dtype = torch.float64,
     ):
         super().__init__(n, lam, device, dtype)
         pairs, sqdist, labels = _check_cmvu_inputs(self.n, pairs, sqdist, labels)

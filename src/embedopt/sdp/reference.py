@@ -117,7 +117,7 @@ def _cmvu_objective(cp, problem: CMVUProblem, Z):
 
 @validated_params(_CONSTRAINTS, owner="solve_exact")
 def solve_exact(
-    problem,
+    problem: NPKLProblem | CMVUProblem,
     *,
     max_iter: int | None = None,
     verbose: bool | int = False,

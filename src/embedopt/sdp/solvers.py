@@ -28,14 +28,21 @@ The policy of the estimators lives here too, in named functions:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
+import scipy.sparse as sp
 import torch
+from numpy.typing import ArrayLike
 
 from .._core import (
+    DeviceLike,
+    DtypeLike,
     Interval,
     InvalidParameterError,
     Options,
+    RandomStateLike,
     Registry,
     fill_doc,
     resolve_device,
@@ -43,7 +50,13 @@ from .._core import (
     resolve_random_state,
     validated_params,
 )
-from ..optim import IterationMonitor, SolverResult, armijo_backtracking, lbfgs
+from ..optim import (
+    IterationMonitor,
+    IterationState,
+    SolverResult,
+    armijo_backtracking,
+    lbfgs,
+)
 from .gamma import (
     GammaEstimate,
     _gamma_from_norm,
@@ -51,7 +64,7 @@ from .gamma import (
     _settle,
     estimate_gamma,
 )
-from .problem import CMVUProblem, NPKLProblem
+from .problem import CMVUProblem, FactorProblem, NPKLProblem
 
 __all__ = [
     "AAGD_CONSTRAINTS",
@@ -65,6 +78,16 @@ __all__ = [
     "resolve_solver",
     "select_lam",
 ]
+
+#: A start of the factor solvers (:func:`initial_factors`): the rank r, one
+#: (n, r) factor, or a pair of them.
+FactorInit = (
+    int
+    | ArrayLike
+    | torch.Tensor
+    | tuple[ArrayLike | torch.Tensor, ArrayLike | torch.Tensor]
+)
+
 
 #: Solvers by name: ``SOLVERS.get(name)(problem, init, **options)``; the
 #: baselines (:mod:`embedopt.sdp.baselines`) add theirs.
@@ -115,7 +138,7 @@ AAGD_CONSTRAINTS = {
 BM_LBFGS_CONSTRAINTS = {**_COMMON, "history_size": [Interval(int, 1, None)]}
 
 
-def get_solver(name: str):
+def get_solver(name: str) -> Callable[..., SolverResult]:
     """The solver registered as ``name`` in :data:`SOLVERS` (any spelling).
 
     Parameters
@@ -138,8 +161,14 @@ def get_solver(name: str):
 
 # -- shared pieces -----------------------------------------------------------------
 def initial_factors(
-    problem, init, *, init_scale=1.0, random_state=None, device=None, dtype=None
-):
+    problem: FactorProblem,
+    init: FactorInit,
+    *,
+    init_scale: float = 1.0,
+    random_state: RandomStateLike = None,
+    device: DeviceLike = None,
+    dtype: DtypeLike = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The starting factors ``(X_0, Y_0)`` of every solver.
 
     Parameters
@@ -536,20 +565,20 @@ class _PairAAGDState:
 @fill_doc(run_options=RUN_OPTIONS_DOC)
 @validated_params(AAGD_CONSTRAINTS, owner="aagd")
 def aagd(
-    problem,
-    init,
+    problem: FactorProblem,
+    init: FactorInit,
     *,
     max_iter: int = 1000,
     tol: float = 1e-7,
-    random_state=None,
-    device=None,
-    dtype=None,
+    random_state: RandomStateLike = None,
+    device: DeviceLike = None,
+    dtype: DtypeLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     target: float | None = None,
     time_limit: float | None = None,
     init_scale: float = 1.0,
-    gamma="auto",
+    gamma: float | Literal["auto", "eq17"] = "auto",
 ) -> SolverResult:
     """Alternating accelerated gradient descent (AAGD, Algorithm 1).
 
@@ -639,16 +668,16 @@ def _bm_gradient(g, V: torch.Tensor) -> torch.Tensor:
 @fill_doc(run_options=RUN_OPTIONS_DOC)
 @validated_params(BM_LBFGS_CONSTRAINTS, owner="bm_lbfgs")
 def bm_lbfgs(
-    problem,
-    init,
+    problem: FactorProblem,
+    init: FactorInit,
     *,
     max_iter: int = 1000,
     tol: float = 1e-7,
-    random_state=None,
-    device=None,
-    dtype=None,
+    random_state: RandomStateLike = None,
+    device: DeviceLike = None,
+    dtype: DtypeLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     target: float | None = None,
     time_limit: float | None = None,
     init_scale: float = 1.0,
@@ -718,7 +747,9 @@ AUTO_SOLVERS = {
 }
 
 
-def resolve_solver(solver: str, problem, device) -> str:
+def resolve_solver(
+    solver: str, problem: type | FactorProblem, device: DeviceLike
+) -> str:
     """The registry name of the solver a fit runs: the rule of ``solver="auto"``.
 
     A name of :data:`SOLVERS` (any spelling) resolves to itself. ``"auto"``
@@ -801,7 +832,17 @@ def _held_out_error(held_out: NPKLProblem, V: torch.Tensor) -> float:
     return float(residual.double().square().mean())
 
 
-def select_lam(solve, n: int, must_link, cannot_link, laplacian, *, rng, device, dtype):
+def select_lam(
+    solve: Callable[[NPKLProblem, torch.Tensor | None], SolverResult],
+    n: int,
+    must_link: np.ndarray,
+    cannot_link: np.ndarray,
+    laplacian: sp.spmatrix | sp.sparray | None,
+    *,
+    rng: np.random.Generator,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> tuple[float, torch.Tensor | None, dict | None]:
     """``lam="auto"`` of :class:`~embedopt.sdp.KernelLearning`: held-out lambda.
 
     20 % of the must-links and of the cannot-links are held out; eq. 13 is

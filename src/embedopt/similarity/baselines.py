@@ -24,7 +24,11 @@ is, with ``w_ij = (omega / 2) a_i b_j (Ytilde_ij - Yhat_ij)^2``::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import torch
+from numpy.typing import ArrayLike
 
 from .._core import (
     DataValidationError,
@@ -32,12 +36,18 @@ from .._core import (
     Interval,
     InvalidParameterError,
     Options,
+    RandomStateLike,
     Registry,
     resolve_random_state,
     validated_params,
 )
 from ..linalg.points import Point, as_tuple, pack
-from ..optim import SolverResult, armijo_gradient_descent, minibatch_train
+from ..optim import (
+    IterationState,
+    SolverResult,
+    armijo_gradient_descent,
+    minibatch_train,
+)
 from ._run import _MONITORING, _OBJECTIVE, _check_point, _exact, _monitor
 from .problem import AllPairsObjective, _gn_diagonal, _mean
 
@@ -163,7 +173,9 @@ def _point_dtype(objective: AllPairsObjective, x) -> torch.dtype:
     return params[0].dtype if params else torch.get_default_dtype()
 
 
-def sampled_pairs_loss(objective: AllPairsObjective, x, users, items) -> torch.Tensor:
+def sampled_pairs_loss(
+    objective: AllPairsObjective, x: Point, users: ArrayLike, items: ArrayLike
+) -> torch.Tensor:
     """Unbiased estimate of ``L(x)`` from pairs drawn uniformly from all m n.
 
     ``(m n / B) sum_b t_(i_b, j_b) + (lam / 2) ||x||^2`` over the B pairs
@@ -202,7 +214,9 @@ def sampled_pairs_loss(objective: AllPairsObjective, x, users, items) -> torch.T
     return _PairTerms(objective, _point_dtype(objective, x)).pairs(tuple(x), u, v)
 
 
-def block_loss(objective: AllPairsObjective, x, rows, cols) -> torch.Tensor:
+def block_loss(
+    objective: AllPairsObjective, x: Point, rows: ArrayLike, cols: ArrayLike
+) -> torch.Tensor:
     """Unbiased estimate of ``L(x)`` from the dense block ``rows x cols``.
 
     ``(m n / (|I| |J|)) sum_(i in I, j in J) t_ij + (lam / 2) ||x||^2``:
@@ -287,7 +301,7 @@ def _block_shape(block_shape, batch_size: int, m: int, n: int, owner: str):
 @validated_params(STOCHASTIC_CONSTRAINTS, owner="stochastic")
 def stochastic(
     objective: AllPairsObjective,
-    x0,
+    x0: Point,
     *,
     optimizer: str = "adam",
     sampling: str = "pairs",
@@ -298,10 +312,10 @@ def stochastic(
     max_iter: int = 20,
     tol: float = 0.0,
     optimizer_options: dict | None = None,
-    evaluate=None,
-    random_state=None,
+    evaluate: Callable[[Point], Mapping[str, Any]] | None = None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     name: str | None = None,
     owner: str | None = None,
 ) -> SolverResult:
@@ -517,7 +531,7 @@ def _sampling(sampling, terms, params, batch_size, block_shape, generator, owner
     owner="gradient_descent",
 )
 def gradient_descent(
-    objective,
+    objective: AllPairsObjective,
     x0: Point,
     *,
     max_iter: int = 1000,
@@ -525,9 +539,9 @@ def gradient_descent(
     scaling: str | None = None,
     refresh: int = 10,
     n_probes: int = 4,
-    random_state=None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
 ) -> SolverResult:
     """Gradient descent with Armijo line search, plain or diagonally scaled.
 

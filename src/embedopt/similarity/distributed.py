@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -52,7 +52,7 @@ import torch.distributed as dist
 
 from .._core import InvalidParameterError
 from ..linalg import SparsePattern
-from .problem import AllPairsObjective, _Side
+from .problem import AllPairsObjective, InteractionsLike, _Side
 
 __all__ = ["DistributedAllPairsObjective", "run_distributed", "shard_bounds"]
 
@@ -183,9 +183,9 @@ class DistributedAllPairsObjective(AllPairsObjective):
         self,
         user_tower: torch.nn.Module,
         item_tower: torch.nn.Module,
-        interactions,
+        interactions: InteractionsLike,
         *,
-        process_group=None,
+        process_group: dist.ProcessGroup | None = None,
         **options,
     ):
         super().__init__(user_tower, item_tower, interactions, **options)
@@ -263,7 +263,9 @@ class DistributedAllPairsObjective(AllPairsObjective):
 
     # -- results ---------------------------------------------------------------
     @torch.no_grad()
-    def embeddings(self, x) -> tuple[torch.Tensor, torch.Tensor]:
+    def embeddings(
+        self, x: Sequence[torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """P (m x k) and Q (n x k) at ``x``, all rows, on every process."""
         P, Q = super().embeddings(x)
         if self.world_size == 1:
@@ -271,7 +273,7 @@ class DistributedAllPairsObjective(AllPairsObjective):
         return self._gather(P, self.user_bounds), self._gather(Q, self.item_bounds)
 
     @torch.no_grad()
-    def replica_spread(self, x) -> float:
+    def replica_spread(self, x: Sequence[torch.Tensor]) -> float:
         """How far the processes' copies of the point ``x`` are apart.
 
         Parameters

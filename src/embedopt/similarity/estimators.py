@@ -2,30 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
+from collections.abc import Callable, Mapping
+from typing import ClassVar, Literal
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 import torch.distributed as dist
+from numpy.typing import ArrayLike
 from torch import nn
 
 from .._core import (
     RUN_CONSTRAINTS,
     BaseEstimator,
     DataValidationError,
+    DeviceLike,
+    DtypeLike,
     InstanceOf,
     Interval,
     InvalidParameterError,
     Options,
+    RandomStateLike,
     as_array,
     check_memory,
     few_threads,
     resolve_fit_context,
     to_numpy,
 )
-from ..data import Interactions, as_interactions, as_side_features
+from ..data import Interactions, SideFeatures, as_interactions, as_side_features
 from ..linalg import top_k_inner_products
 from ..nn import (
     FEATURE_TOWERS,
@@ -35,10 +39,15 @@ from ..nn import (
     pairs_by_user,
     ranking_metrics,
 )
-from ..optim import SolverResult
+from ..optim import IterationState, SolverResult
 from .distributed import DistributedAllPairsObjective, _group_rank0
-from .losses import LOSSES
-from .problem import AllPairsObjective, popularity_weights
+from .losses import LOSSES, LossLike
+from .problem import (
+    AllPairsObjective,
+    Imputation,
+    InteractionsLike,
+    popularity_weights,
+)
 from .solvers import (
     GROUP_SOLVERS,
     SOLVERS,
@@ -235,13 +244,13 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         self,
         n_components: int = 64,
         *,
-        user_tower="auto",
-        item_tower="auto",
+        user_tower: str | nn.Module = "auto",
+        item_tower: str | nn.Module = "auto",
         hidden: int = 64,
-        loss="square",
+        loss: LossLike = "square",
         omega: float = 0.2,
         lam: float = 10.0,
-        imputation=0.0,
+        imputation: Imputation = 0.0,
         imputed: str = "unobserved",
         weights: str = "uniform",
         solver: str = "auto",
@@ -250,18 +259,24 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         solver_options: dict | None = None,
         chunk_size: int | None = None,
         eval_k: int = 10,
-        random_state=None,
-        device="auto",
-        dtype="float32",
+        random_state: RandomStateLike = None,
+        device: DeviceLike = "auto",
+        dtype: DtypeLike = "float32",
         verbose: int = 0,
-        callback=None,
-        process_group=None,
+        callback: Callable[[IterationState], bool | None] | None = None,
+        process_group: Literal["default"] | dist.ProcessGroup | None = None,
     ):
         self._store_params(locals())
 
     # -- fit ---------------------------------------------------------------------
     def fit(
-        self, X, y=None, *, user_features=None, item_features=None, validation=None
+        self,
+        X: InteractionsLike,
+        y: ArrayLike | None = None,
+        *,
+        user_features: Mapping[str, ArrayLike] | SideFeatures | None = None,
+        item_features: Mapping[str, ArrayLike] | SideFeatures | None = None,
+        validation: InteractionsLike | None = None,
     ) -> TwoTowerModel:
         """Train both towers on all pairs.
 

@@ -20,6 +20,10 @@ from .._core import InvalidParameterError, Registry
 
 __all__ = ["LOSSES", "AutogradLoss", "LogisticLoss", "SquareLoss", "get_loss"]
 
+#: A loss as :func:`get_loss` takes it: a name of :data:`LOSSES`, an object
+#: with ``value``, ``first`` and ``second``, or an element-wise ``fun(y, z)``.
+LossLike = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | object
+
 
 class SquareLoss:
     """``l(y, z) = (y - z)^2 / 2`` (the paper's choice for rating-like labels)."""
@@ -122,7 +126,7 @@ LOSSES = Registry(
 )
 
 
-def get_loss(loss) -> object:
+def get_loss(loss: LossLike) -> object:
     """The loss object for a name, a loss object, or an element-wise callable.
 
     Parameters

@@ -42,23 +42,30 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 import torch
+from numpy.typing import ArrayLike
 from torch import nn
 from torch.func import functional_call, jvp, vjp
 
 from .._core import DataValidationError, InvalidParameterError, Options, check_param
-from ..data import as_interactions
+from ..data import Interactions, ObservedEntries, as_interactions
 from ..linalg import SparsePattern, hutchinson_diagonal
 from ..linalg.points import as_tuple, pack
 from ..nn import EmbeddingTower
-from .losses import get_loss
+from .losses import LossLike, get_loss
 
 __all__ = ["AllPairsObjective", "dense_objective", "popularity_weights"]
+
+#: Pairs in any form :func:`~embedopt.data.as_interactions` takes.
+InteractionsLike = Interactions | ObservedEntries | sp.spmatrix | sp.sparray | tuple
+#: The imputed labels: a constant, or the factors ``(Ptilde, Qtilde)``.
+Imputation = float | tuple[ArrayLike | torch.Tensor, ArrayLike | torch.Tensor]
 
 _F64 = torch.float64
 
 
-def popularity_weights(counts, alpha: float = 0.5) -> np.ndarray:
+def popularity_weights(counts: ArrayLike, alpha: float = 0.5) -> np.ndarray:
     """Weights that grow with popularity, normalized to mean 1.
 
     ``w_j = c_j^alpha / mean(c^alpha)`` for the number of observed pairs
@@ -225,13 +232,13 @@ class AllPairsObjective:
         self,
         user_tower: nn.Module,
         item_tower: nn.Module,
-        interactions,
+        interactions: InteractionsLike,
         *,
-        loss="square",
+        loss: LossLike = "square",
         omega: float = 1.0,
-        user_weights=None,
-        item_weights=None,
-        imputation=0.0,
+        user_weights: ArrayLike | torch.Tensor | None = None,
+        item_weights: ArrayLike | torch.Tensor | None = None,
+        imputation: Imputation = 0.0,
         imputed: str = "unobserved",
         lam: float = 0.0,
         user_inputs: torch.Tensor | None = None,
@@ -323,20 +330,24 @@ class AllPairsObjective:
                 p.copy_(v)
 
     @torch.no_grad()
-    def embeddings(self, x) -> tuple[torch.Tensor, torch.Tensor]:
+    def embeddings(
+        self, x: Sequence[torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """P (m x k) and Q (n x k) at ``x``."""
         state = self._evaluate(x)
         return state.P, state.Q
 
     # -- oracles ---------------------------------------------------------------
-    def value(self, x) -> float:
+    def value(self, x: Sequence[torch.Tensor]) -> float:
         """``L(x)`` (eq. 10 with 13): forward passes only."""
         state = self._evaluate(x)
         if state.value is None:
             state.value = self._value(state)
         return state.value
 
-    def value_and_grad(self, x) -> tuple[float, tuple[torch.Tensor, ...]]:
+    def value_and_grad(
+        self, x: Sequence[torch.Tensor]
+    ) -> tuple[float, tuple[torch.Tensor, ...]]:
         """``L(x)`` and its gradient (Algorithm 1, eq. 27)."""
         state = self._evaluate(x, keep_graph=True)
         if state.value is None:
@@ -365,7 +376,9 @@ class AllPairsObjective:
         grad = self._pullback(state, (X_P, X_Q))
         return state.value, self._regularized(grad, state.x, self.lam)
 
-    def gnvp(self, x, v) -> tuple[torch.Tensor, ...]:
+    def gnvp(
+        self, x: Sequence[torch.Tensor], v: Sequence[torch.Tensor]
+    ) -> tuple[torch.Tensor, ...]:
         """The Gauss-Newton product ``(J^T D J + lam I) v`` (Sec. 3.4).
 
         Reuses the embeddings, Gramians and second derivatives of the last
@@ -660,7 +673,12 @@ def _mean(point) -> float:
     return sum(float(a.sum()) for a in parts) / max(sum(a.numel() for a in parts), 1)
 
 
-def dense_objective(objective: AllPairsObjective, x, *, yhat=None) -> torch.Tensor:
+def dense_objective(
+    objective: AllPairsObjective,
+    x: Sequence[torch.Tensor],
+    *,
+    yhat: torch.Tensor | None = None,
+) -> torch.Tensor:
     """The objective at ``x`` from dense m x n matrices: the naive O(mn) reference.
 
     Sums the term of every one of the m n pairs -- the loss on an observed

@@ -37,7 +37,9 @@ curvature (embedding tables with popular and rare ids).
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Mapping
 from functools import partial
+from typing import Any
 
 import torch
 
@@ -46,6 +48,7 @@ from .._core import (
     Interval,
     InvalidParameterError,
     Options,
+    RandomStateLike,
     Registry,
     resolve_random_state,
     validated_params,
@@ -53,7 +56,7 @@ from .._core import (
 from ..linalg import sparse_normal_equations, sparse_normal_equations_cg
 from ..linalg.points import Point, as_tuple, pack
 from ..nn import EmbeddingTower, MLPTower, SumTower
-from ..optim import SolverResult, newton_cg
+from ..optim import IterationState, SolverResult, newton_cg
 from ._run import _MONITORING, _OBJECTIVE, _check_point, _exact, _monitor
 from .baselines import gradient_descent, stochastic
 from .losses import SquareLoss
@@ -82,7 +85,7 @@ DEFAULT_DAMPING = 1e-3
     owner="gauss_newton",
 )
 def gauss_newton(
-    objective,
+    objective: AllPairsObjective,
     x0: Point,
     *,
     max_iter: int = 100,
@@ -93,9 +96,9 @@ def gauss_newton(
     preconditioner: str | None = None,
     n_probes: int = 4,
     stop_on: str = "grad_norm",
-    random_state=None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
 ) -> SolverResult:
     """Truncated Gauss-Newton-CG with Levenberg-Marquardt damping.
 
@@ -322,17 +325,17 @@ class _ALS:
 @validated_params(ALS_CONSTRAINTS, owner="als")
 def als(
     objective: AllPairsObjective,
-    x0,
+    x0: Point,
     *,
     max_iter: int = 20,
     tol: float = 1e-5,
     chunk_size: int | None = None,
     cg_steps: int | None = None,
     stop_on: str = "grad_norm",
-    evaluate=None,
-    random_state=None,
+    evaluate: Callable[[Point], Mapping[str, Any]] | None = None,
+    random_state: RandomStateLike = None,
     verbose: int = 0,
-    callback=None,
+    callback: Callable[[IterationState], bool | None] | None = None,
     name: str = "ALS",
     owner: str | None = None,
 ) -> SolverResult:
