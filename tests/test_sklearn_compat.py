@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 from embedopt._core import DataValidationError
 from embedopt.completion import MatrixCompletion, TensorCompletion
-from embedopt.data import make_low_rank_tensor, make_planted_embedding
+from embedopt.data import make_low_rank_tensor, make_planted_embedding, split_by_user
 from embedopt.ordinal import OrdinalEmbedding
-from embedopt.quantization import ProductQuantizer
+from embedopt.quantization import ProductQuantizer, TwoTowerRetrieval
 from embedopt.sdp import ColoredMVU, KernelLearning
+from embedopt.similarity import TwoTowerModel
 from tests.conftest import random_entries
 
 sklearn = pytest.importorskip("sklearn")
@@ -40,7 +41,8 @@ class Case:
     no_cross_validation: str | None = None
     # a transformer of X that may precede the estimator in a Pipeline
     before: Callable[[], object] | None = None
-    fit_params: dict = field(default_factory=dict)
+    # None: a Pipeline makes sense; else why not
+    no_pipeline: str | None = None
 
 
 def _matrix():
@@ -70,6 +72,23 @@ def _vectors():
     X = np.random.default_rng(0).normal(size=(240, 8)).astype(np.float32)
     return X, None, {}
 
+
+def _pair_split():
+    rng = np.random.default_rng(0)
+    users, items = rng.integers(0, 30, 400), rng.integers(0, 20, 400)
+    return split_by_user((users, items), (0.8, 0.2), random_state=0)
+
+
+def _pairs():
+    return _pair_split()[0], None, {}
+
+
+PAIRS = (
+    "X is a set of (user, item) pairs: folds of it change the inferred "
+    "numbers of users and items, and scikit-learn cannot index a tuple of id "
+    "arrays or a sparse matrix by row; split with embedopt.data.split_by_user"
+)
+NO_PAIR_TRANSFORMER = "no scikit-learn transformer takes or gives (user, item) pairs"
 
 TRANSDUCTIVE = (
     "transductive: the embedding has one row per fitted pattern, so a "
@@ -105,6 +124,33 @@ CASES = [
         _blobs,
         no_cross_validation=TRANSDUCTIVE,
         before=StandardScaler,
+    ),
+    Case(
+        "TwoTowerModel",
+        lambda: TwoTowerModel(3, hidden=8, max_iter=3, tol=0.0, random_state=0),
+        _pairs,
+        no_cross_validation=PAIRS,
+        no_pipeline=NO_PAIR_TRANSFORMER,
+    ),
+    Case(
+        "TwoTowerRetrieval",
+        lambda: TwoTowerRetrieval(
+            n_components=4,
+            hidden=4,
+            n_subquantizers=2,
+            n_centroids=4,
+            batch_size=16,
+            warmup_steps=5,
+            n_steps=6,
+            warm_start_samples=32,
+            warm_start_iter=2,
+            log_every=3,
+            device="cpu",
+            random_state=0,
+        ),
+        _pairs,
+        no_cross_validation=PAIRS,
+        no_pipeline=NO_PAIR_TRANSFORMER,
     ),
     Case(
         "ProductQuantizer",
@@ -153,7 +199,20 @@ def test_cross_val_score_gives_one_float_per_fold(case):
 
 
 @pytest.mark.parametrize(
-    "case", [c for c in CASES if c.no_cross_validation], ids=lambda c: c.name
+    "case", [c for c in CASES if c.no_cross_validation == PAIRS], ids=lambda c: c.name
+)
+def test_a_pair_model_scores_held_out_pairs_with_one_float(case):
+    # what cross-validation would do, done with split_by_user: clone, fit on
+    # the training pairs, score the held-out ones
+    train, test = _pair_split()
+    score = clone(case.make()).fit(train).score(test)
+    assert isinstance(score, float) and 0.0 <= score <= 1.0
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c for c in CASES if c.no_cross_validation == TRANSDUCTIVE],
+    ids=lambda c: c.name,
 )
 def test_a_transductive_estimator_refuses_rows_it_did_not_fit(case):
     X, y, params = case.data()
@@ -162,7 +221,9 @@ def test_a_transductive_estimator_refuses_rows_it_did_not_fit(case):
         est.score(X[:-3], y[:-3])
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c.no_pipeline is None], ids=lambda c: c.name
+)
 def test_a_pipeline_fits_and_scores_as_the_estimator_does(case):
     X, y, params = case.data()
     steps = [("model", case.make())]
