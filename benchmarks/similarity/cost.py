@@ -126,29 +126,14 @@ def _args(argv=None):
 
 
 # -- memory ------------------------------------------------------------------------
-def _status_gb(field: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 2**20
-    return float("nan")
-
-
-def _reset_peak() -> bool:
-    """Reset the peak resident set (VmHWM) to the current one (Linux >= 4.0)."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        return False
-    return True
-
-
 class _Phase:
     """Peak resident memory of a block: ``.peak_gb`` and ``.extra_gb``."""
 
     def __enter__(self):
         gc.collect()
-        self.reset = _reset_peak()
-        self.base_gb = _status_gb("VmRSS")
+        base_mb = _shared.reset_peak_rss()  # NaN where the kernel refuses
+        self.reset = base_mb == base_mb
+        self.base_gb = base_mb / 1024 if self.reset else _shared.peak_rss_gb()
         return self
 
     def __exit__(self, *exc):
