@@ -114,6 +114,28 @@ def svrg(
     )
 
 
+#: The Parameters of the two SVRG-budget baselines (:func:`sgd` and
+#: :func:`batch_gd`) before their step parameters ...
+_BUDGET_HEAD_DOC = """\
+comparisons : Comparisons or array-like of int, shape (m, 3) or (m, 4)
+n_components : int
+init, max_iter, tol, random_state, device, dtype, verbose, callback
+    As in :func:`~embedopt.ordinal.svrg_sbb`.
+loss : {"ste", "tste", "gnmds", "ckl", "soe"} or OrdinalLoss"""
+
+#: ... and after them, with their Returns.
+_BUDGET_TAIL_DOC = """\
+update_frequency : int, optional
+    m of the SVRG epoch whose budget an epoch matches (default |Q|).
+init_scale, n_objects, validation
+    As in :func:`~embedopt.ordinal.svrg_sbb`.
+
+Returns
+-------
+SolverResult"""
+
+
+@fill_doc(head=_BUDGET_HEAD_DOC, tail=_BUDGET_TAIL_DOC)
 def sgd(
     comparisons: Comparisons | ArrayLike,
     n_components: int = 2,
@@ -142,25 +164,14 @@ def sgd(
 
     Parameters
     ----------
-    comparisons : Comparisons or array-like of int, shape (m, 3) or (m, 4)
-    n_components : int
-    init, max_iter, tol, random_state, device, dtype, verbose, callback
-        As in :func:`~embedopt.ordinal.svrg_sbb`.
-    loss : {"ste", "tste", "gnmds", "ckl", "soe"} or OrdinalLoss
+    {head}
     learning_rate : float or "auto"
         alpha_0 (full-gradient units).
     learning_rate_decay : float
     batch_size : int
         At most ``|Q| + 2m``, the comparisons of an epoch (see
         :func:`~embedopt.ordinal.svrg_sbb`).
-    update_frequency : int, optional
-        m of the SVRG epoch whose budget an epoch matches (default |Q|).
-    init_scale, n_objects, validation
-        As in :func:`~embedopt.ordinal.svrg_sbb`.
-
-    Returns
-    -------
-    SolverResult
+    {tail}
     """
     run = {
         "learning_rate": learning_rate,
@@ -197,6 +208,7 @@ def sgd(
     )
 
 
+@fill_doc(head=_BUDGET_HEAD_DOC, tail=_BUDGET_TAIL_DOC)
 def batch_gd(
     comparisons: Comparisons | ArrayLike,
     n_components: int = 2,
@@ -223,21 +235,10 @@ def batch_gd(
 
     Parameters
     ----------
-    comparisons : Comparisons or array-like of int, shape (m, 3) or (m, 4)
-    n_components : int
-    init, max_iter, tol, random_state, device, dtype, verbose, callback
-        As in :func:`~embedopt.ordinal.svrg_sbb`.
-    loss : {"ste", "tste", "gnmds", "ckl", "soe"} or OrdinalLoss
+    {head}
     learning_rate : float or "auto"
         The fixed step; ``"auto"`` measures the curvature at the start once.
-    update_frequency : int, optional
-        m of the SVRG epoch whose budget an epoch matches (default |Q|).
-    init_scale, n_objects, validation
-        As in :func:`~embedopt.ordinal.svrg_sbb`.
-
-    Returns
-    -------
-    SolverResult
+    {tail}
     """
     run = {
         "learning_rate": learning_rate,

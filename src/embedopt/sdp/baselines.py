@@ -56,6 +56,8 @@ from ..optim import (
 )
 from .problem import FactorGradient, FactorProblem
 from .solvers import (
+    _BM_INIT_DOC,
+    _BM_RETURNS_DOC,
     _COMMON,
     RUN_OPTIONS_DOC,
     SOLVERS,
@@ -184,7 +186,7 @@ class _BurerMonteiroStep:
         return V
 
 
-@fill_doc(run_options=RUN_OPTIONS_DOC)
+@fill_doc(run_options=RUN_OPTIONS_DOC, bm_init=_BM_INIT_DOC, bm_returns=_BM_RETURNS_DOC)
 @validated_params(BM_AGD_CONSTRAINTS, owner="bm_agd")
 def bm_agd(
     problem: FactorProblem,
@@ -213,15 +215,10 @@ def bm_agd(
     Parameters
     ----------
     problem : FactorProblem
-    init : int, array-like (n, r) or pair
-        The rank r or the starting factor (of a pair, the first).
+    {bm_init}
     {run_options}
 
-    Returns
-    -------
-    SolverResult
-        ``x``: V, the factor of ``Z = V V^T``; history ``objective``
-        (``f(V V^T)``) and ``step``/``grad_norm``.
+    {bm_returns}
     """
     V0, _, stopper = _start_run(
         problem,
@@ -248,6 +245,7 @@ def bm_agd(
 SOLVERS.add("bm_agd", bm_agd)
 
 
+@fill_doc(bm_init=_BM_INIT_DOC, bm_returns=_BM_RETURNS_DOC)
 def burer_monteiro(
     problem: FactorProblem, init: FactorInit, *, method: str = "agd", **options
 ) -> SolverResult:
@@ -260,19 +258,14 @@ def burer_monteiro(
     Parameters
     ----------
     problem : FactorProblem
-    init : int, array-like (n, r) or pair
-        The rank r or the starting factor (of a pair, the first).
+    {bm_init}
     method : {"agd", "lbfgs"}
     **options
         The run options and the method's own, as the method takes them
         (``history_size``, L-BFGS's correction pairs, is ignored by
         ``"agd"``).
 
-    Returns
-    -------
-    SolverResult
-        ``x``: V, the factor of ``Z = V V^T``; history ``objective``
-        (``f(V V^T)``) and ``step``/``grad_norm``.
+    {bm_returns}
     """
     check_param(
         "burer_monteiro", "method", method, BURER_MONTEIRO_CONSTRAINTS["method"]

@@ -173,6 +173,53 @@ DataValidationError
     X with another number of rows than the fit, or no labels."""
 
 
+#: The Parameters ``gamma`` to ``init_scale`` of both estimators (those of
+#: :data:`_SOLVE_CONSTRAINTS` that :func:`_solve` hands to the solver).
+_SOLVE_PARAMS_DOC = """\
+gamma : {"auto", "eq17"} or float
+    Penalty of AAGD (:func:`~embedopt.sdp.estimate_gamma`); used only
+    when the solver that runs is ``"aagd"``.
+max_iter : int
+    Solver iterations.
+tol : float, optional
+    Relative objective change that stops the solver (for
+    ``"bm_lbfgs"``, SciPy's ``ftol`` and ``gtol``). Default None:
+    :func:`~embedopt.sdp.default_tol`, 1e-7, and 1e-8 for
+    ``"bm_lbfgs"``, whose SciPy tests at 1e-7 sometimes stop on one
+    short step above AAGD's objective (benchmarks/sdp/README.md,
+    "Estimator defaults").
+init_scale : float
+    Row norm of the random starting factor."""
+
+#: The Parameters ``device`` to ``callback`` of both estimators.
+_RUN_PARAMS_DOC = """\
+device : {"auto", "cpu", "cuda"} or torch.device
+dtype : {"float64", "float32"}
+    float64 by default: the objective is certified to 1e-6 relative.
+verbose : int
+callback : callable, optional
+    ``callback(state) -> bool | None`` once per solver iteration."""
+
+#: The fitted attributes every sdp estimator ends its Attributes with.
+_FITTED_DOC = """\
+solver_ : str
+    The solver that ran (``"auto"`` resolved).
+history_ : dict of numpy.ndarray
+n_iter_ : int
+stop_reason_ : str"""
+
+#: The Returns of both ``fit`` and the first error they raise.
+_FIT_RETURNS_DOC = """\
+Returns
+-------
+self
+
+Raises
+------
+InvalidParameterError
+    A bad parameter, or ``n_components`` larger than n."""
+
+
 def _score_labels(estimator, X, y) -> np.ndarray:
     """The checked labels of ``score``: X must be the fitted patterns (n rows)."""
     check_is_fitted(estimator, "embedding_")
@@ -191,6 +238,9 @@ def _score_labels(estimator, X, y) -> np.ndarray:
     return _labels(y, n)
 
 
+@fill_doc(
+    solve_params=_SOLVE_PARAMS_DOC, run_params=_RUN_PARAMS_DOC, fitted=_FITTED_DOC
+)
 class KernelLearning(BaseEstimator):
     """Nonparametric kernel learning from pairwise constraints (NPKL, eq. 13).
 
@@ -242,28 +292,10 @@ class KernelLearning(BaseEstimator):
     n_pairs : int, optional
         Must-links and cannot-links (of each kind) sampled from ``y`` when
         :meth:`fit` gets labels instead of pairs; default ``n // 2``.
-    gamma : {"auto", "eq17"} or float
-        Penalty of AAGD (:func:`~embedopt.sdp.estimate_gamma`); used only
-        when the solver that runs is ``"aagd"``.
-    max_iter : int
-        Solver iterations.
-    tol : float, optional
-        Relative objective change that stops the solver (for
-        ``"bm_lbfgs"``, SciPy's ``ftol`` and ``gtol``). Default None:
-        :func:`~embedopt.sdp.default_tol`, 1e-7, and 1e-8 for
-        ``"bm_lbfgs"``, whose SciPy tests at 1e-7 sometimes stop on one
-        short step above AAGD's objective (benchmarks/sdp/README.md,
-        "Estimator defaults").
-    init_scale : float
-        Row norm of the random starting factor.
+    {solve_params}
     random_state : None, int or numpy Generator
         Seeds the starting factor, the pair sampling and :meth:`cluster`.
-    device : {"auto", "cpu", "cuda"} or torch.device
-    dtype : {"float64", "float32"}
-        float64 by default: the objective is certified to 1e-6 relative.
-    verbose : int
-    callback : callable, optional
-        ``callback(state) -> bool | None`` once per solver iteration.
+    {run_params}
 
     Attributes
     ----------
@@ -280,11 +312,7 @@ class KernelLearning(BaseEstimator):
     lam_path_ : dict or None
         With ``lam="auto"``: ``lambdas`` tried and their ``heldout_error``
         (mean squared error of ``K_ij`` on the held-out pairs); else None.
-    solver_ : str
-        The solver that ran (``"auto"`` resolved).
-    history_ : dict of numpy.ndarray
-    n_iter_ : int
-    stop_reason_ : str
+    {fitted}
 
     Notes
     -----
@@ -336,6 +364,7 @@ class KernelLearning(BaseEstimator):
     ):
         self._store_params(locals())
 
+    @fill_doc(fit_returns=_FIT_RETURNS_DOC)
     def fit(
         self,
         X: ArrayLike | sp.spmatrix | sp.sparray,
@@ -359,14 +388,7 @@ class KernelLearning(BaseEstimator):
         laplacian : scipy.sparse matrix, shape (n, n), optional
             A symmetric graph Laplacian replacing the kNN one.
 
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        InvalidParameterError
-            A bad parameter, or ``n_components`` larger than n.
+        {fit_returns}
         DataValidationError
             NaN features, pairs out of range, self-pairs, duplicate pairs, a
             pair both must-link and cannot-link, no pairs and no labels.
@@ -522,6 +544,9 @@ class KernelLearning(BaseEstimator):
         return best
 
 
+@fill_doc(
+    solve_params=_SOLVE_PARAMS_DOC, run_params=_RUN_PARAMS_DOC, fitted=_FITTED_DOC
+)
 class ColoredMVU(BaseEstimator):
     """Colored maximum variance unfolding (CMVU, eq. 23) as an embedding.
 
@@ -558,22 +583,10 @@ class ColoredMVU(BaseEstimator):
         iterations, not their cost, are what is missing (CMVU's large
         gradient forces a large gamma), so a faster device would not close
         the gap.
-    gamma : {"auto", "eq17"} or float
-        Penalty of AAGD (:func:`~embedopt.sdp.estimate_gamma`); used only
-        when the solver that runs is ``"aagd"``.
-    max_iter : int
-    tol : float, optional
-        Relative objective change that stops the solver (for
-        ``"bm_lbfgs"``, SciPy's ``ftol`` and ``gtol``). Default None: 1e-7,
-        and 1e-8 for ``"bm_lbfgs"`` (as :class:`KernelLearning`).
-    init_scale : float
-        Row norm of the random starting factor.
+    {solve_params}
     random_state : None, int or numpy Generator
-    device : {"auto", "cpu", "cuda"} or torch.device
-    dtype : {"float64", "float32"}
-    verbose : int
-    callback : callable, optional
-        ``callback(state) -> bool | None`` once per solver iteration.
+        Seeds the starting factor.
+    {run_params}
 
     Attributes
     ----------
@@ -586,11 +599,7 @@ class ColoredMVU(BaseEstimator):
         f at the solution (eq. 23).
     pairs_ : numpy.ndarray, shape (m, 2)
         The neighbour pairs N.
-    solver_ : str
-        The solver that ran (``"auto"`` resolved).
-    history_ : dict of numpy.ndarray
-    n_iter_ : int
-    stop_reason_ : str
+    {fitted}
 
     Notes
     -----
@@ -638,6 +647,7 @@ class ColoredMVU(BaseEstimator):
     ):
         self._store_params(locals())
 
+    @fill_doc(fit_returns=_FIT_RETURNS_DOC)
     def fit(
         self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike | None = None
     ) -> ColoredMVU:
@@ -649,14 +659,7 @@ class ColoredMVU(BaseEstimator):
         y : array-like, shape (n,), optional
             Class labels (label kernel ``K = Y Y^T``); None for plain MVU.
 
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        InvalidParameterError
-            A bad parameter, or ``n_components`` larger than n.
+        {fit_returns}
         DataValidationError
             NaN features, y not of length n, ``n_neighbors >= n``.
         """

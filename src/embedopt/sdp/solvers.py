@@ -128,6 +128,20 @@ time_limit : float, optional
 init_scale : float
     Row norm of the random start (:func:`~embedopt.sdp.initial_factors`)."""
 
+#: The ``init`` of the Burer-Monteiro solvers (``{bm_init}``), which take one
+#: factor V.
+_BM_INIT_DOC = """\
+init : int, array-like (n, r) or pair
+    The rank r or the starting factor (of a pair, the first)."""
+
+#: The Returns of the Burer-Monteiro solvers (``{bm_returns}``).
+_BM_RETURNS_DOC = """\
+Returns
+-------
+SolverResult
+    ``x``: V, the factor of ``Z = V V^T``; history ``objective``
+    (``f(V V^T)``) and ``step``/``grad_norm``."""
+
 #: Constraints of :func:`aagd`'s parameters.
 AAGD_CONSTRAINTS = {
     **_COMMON,
@@ -665,7 +679,7 @@ def _bm_gradient(g, V: torch.Tensor) -> torch.Tensor:
     return 2.0 * g.matmul(V) if g.symmetric else g.matmul(V) + g.rmatmul(V)
 
 
-@fill_doc(run_options=RUN_OPTIONS_DOC)
+@fill_doc(run_options=RUN_OPTIONS_DOC, bm_init=_BM_INIT_DOC, bm_returns=_BM_RETURNS_DOC)
 @validated_params(BM_LBFGS_CONSTRAINTS, owner="bm_lbfgs")
 def bm_lbfgs(
     problem: FactorProblem,
@@ -694,17 +708,12 @@ def bm_lbfgs(
     Parameters
     ----------
     problem : FactorProblem
-    init : int, array-like (n, r) or pair
-        The rank r or the starting factor (of a pair, the first).
+    {bm_init}
     {run_options}
     history_size : int
         L-BFGS correction pairs.
 
-    Returns
-    -------
-    SolverResult
-        ``x``: V, the factor of ``Z = V V^T``; history ``objective``
-        (``f(V V^T)``) and ``step``/``grad_norm``.
+    {bm_returns}
     """
     V0, _, stopper = _start_run(
         problem,

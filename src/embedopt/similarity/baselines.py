@@ -41,6 +41,7 @@ from .._core import (
     resolve_random_state,
     validated_params,
 )
+from .._core.docs import fill_doc
 from ..linalg.points import Point, as_tuple, pack
 from ..optim import (
     IterationState,
@@ -168,11 +169,33 @@ def _index_tensor(ids, size: int, what: str, device) -> torch.Tensor:
     return t
 
 
+def _user_item_indices(
+    objective: AllPairsObjective, users, items, names: tuple[str, str]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The checked user and item index tensors on the objective's device
+    (``names``: how the error messages call them)."""
+    m, n = objective.shape
+    dev = objective.device
+    return (
+        _index_tensor(users, m, names[0], dev),
+        _index_tensor(items, n, names[1], dev),
+    )
+
+
 def _point_dtype(objective: AllPairsObjective, x) -> torch.dtype:
     params = [p for part in objective.split(x) for p in part]
     return params[0].dtype if params else torch.get_default_dtype()
 
 
+#: The Returns of both loss estimates.
+_LOSS_RETURNS_DOC = """\
+Returns
+-------
+torch.Tensor
+    A scalar in the towers' dtype."""
+
+
+@fill_doc(returns=_LOSS_RETURNS_DOC)
 def sampled_pairs_loss(
     objective: AllPairsObjective, x: Point, users: ArrayLike, items: ArrayLike
 ) -> torch.Tensor:
@@ -192,20 +215,14 @@ def sampled_pairs_loss(
     users, items : array-like of int, shape (B,)
         The sampled pairs.
 
-    Returns
-    -------
-    torch.Tensor
-        A scalar in the towers' dtype.
+    {returns}
 
     Raises
     ------
     DataValidationError
         If the indices are not 1-D integers of one length within (m, n).
     """
-    m, n = objective.shape
-    dev = objective.device
-    u = _index_tensor(users, m, "users", dev)
-    v = _index_tensor(items, n, "items", dev)
+    u, v = _user_item_indices(objective, users, items, ("users", "items"))
     if u.numel() != v.numel():
         raise DataValidationError(
             f"users and items must have the same length; got {u.numel()} and "
@@ -214,6 +231,7 @@ def sampled_pairs_loss(
     return _PairTerms(objective, _point_dtype(objective, x)).pairs(tuple(x), u, v)
 
 
+@fill_doc(returns=_LOSS_RETURNS_DOC)
 def block_loss(
     objective: AllPairsObjective, x: Point, rows: ArrayLike, cols: ArrayLike
 ) -> torch.Tensor:
@@ -236,20 +254,14 @@ def block_loss(
     cols : array-like of int, shape (|J|,)
         Item indices.
 
-    Returns
-    -------
-    torch.Tensor
-        A scalar in the towers' dtype.
+    {returns}
 
     Raises
     ------
     DataValidationError
         If the indices are not 1-D integers within (m, n).
     """
-    m, n = objective.shape
-    dev = objective.device
-    r = _index_tensor(rows, m, "rows", dev)
-    c = _index_tensor(cols, n, "cols", dev)
+    r, c = _user_item_indices(objective, rows, cols, ("rows", "cols"))
     return _PairTerms(objective, _point_dtype(objective, x)).block(tuple(x), r, c)
 
 
