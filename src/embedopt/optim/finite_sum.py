@@ -16,8 +16,9 @@ import torch
 
 from .._core import DataWarning
 from .monitor import IterationMonitor
+from .step_sizes import FIXED_STEP_SAFETY, probe_step
 
-__all__ = ["FiniteSum", "clip_batch_size", "record_epoch"]
+__all__ = ["FiniteSum", "auto_learning_rate", "clip_batch_size", "record_epoch"]
 
 
 @runtime_checkable
@@ -57,6 +58,44 @@ class FiniteSum(Protocol):
     ) -> torch.Tensor:
         """Weighted sum over points of the batch's gradient rows, shape (b r, p)."""
         ...
+
+
+def auto_learning_rate(
+    problem: FiniteSum,
+    x: torch.Tensor,
+    g: torch.Tensor,
+    epsilon: float = 0.0,
+    *,
+    adaptive: bool,
+    safety: float = FIXED_STEP_SAFETY,
+) -> float:
+    """``learning_rate="auto"`` of a finite-sum solver, from one gradient call.
+
+    The local curvature along ``-g`` for an adaptive rule (which corrects it
+    after the first epoch); for a fixed step, a secant over a trial step as
+    long as x, divided by ``safety`` (see
+    ``FIXED_STEP_SAFETY`` of :mod:`embedopt.optim.step_sizes`).
+
+    Parameters
+    ----------
+    problem : FiniteSum
+    x, g : torch.Tensor
+        The starting point and the full gradient there.
+    epsilon : float
+        SBB stabilization (see :func:`~embedopt.optim.probe_step`).
+    adaptive : bool
+        Whether the step-size rule adapts (SBB, BB).
+    safety : float
+        Divides a fixed step (1 where a safeguard backtracks instead).
+
+    Returns
+    -------
+    float
+    """
+    grad = lambda z: problem.value_and_grad(z)[1]  # noqa: E731
+    if adaptive:
+        return probe_step(grad, x, g, epsilon)
+    return probe_step(grad, x, g, epsilon, relative=1.0) / safety
 
 
 def record_epoch(
