@@ -21,7 +21,13 @@ from .._core import (
     resolve_random_state,
     validated_params,
 )
-from .finite_sum import FiniteSum, auto_learning_rate, clip_batch_size, record_epoch
+from .finite_sum import (
+    FiniteSum,
+    auto_learning_rate,
+    clip_batch_size,
+    record_epoch,
+    start_finite_sum_run,
+)
 from .line_search import armijo_backtracking
 from .monitor import IterationState, solver_monitor
 from .result import SolverResult
@@ -217,17 +223,10 @@ def gradient_descent(
     monitor = solver_monitor(
         name, max_iter, tol, verbose, callback, owner, _NONFINITE_HINT
     )
-    monitor.start()  # the first gradient and the probe count as solver time
-    x = x0.detach().clone()
-    f, g = problem.value_and_grad(x)
-    evals = n
-    if learning_rate == "auto":
-        adaptive = step_size in ("sbb", "bb")
-        learning_rate = auto_learning_rate(
-            problem, x, g, epsilon, adaptive=adaptive, safety=1.0
-        )
-        evals += n
-    rule = STEP_SIZES[step_size](learning_rate=learning_rate, epsilon=epsilon)
+    # A fixed step is probed without the safety factor (the safeguard backtracks).
+    x, f, g, evals, rule = start_finite_sum_run(
+        problem, x0, monitor, step_size, learning_rate, epsilon, safety=1.0
+    )
     # The safeguard is Armijo backtracking with c1 = 0: accept a finite value
     # that does not increase beyond rounding (100 eps relative).
     trials = _MAX_HALVINGS if safeguard and step_size == "constant" else 1

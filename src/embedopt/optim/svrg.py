@@ -45,14 +45,15 @@ from .._core import (
     resolve_random_state,
     validated_params,
 )
-from .finite_sum import FiniteSum, auto_learning_rate, clip_batch_size, record_epoch
+from .finite_sum import (
+    FiniteSum,
+    clip_batch_size,
+    record_epoch,
+    start_finite_sum_run,
+)
 from .monitor import IterationState, solver_monitor
 from .result import SolverResult
-from .step_sizes import (
-    STEP_SIZES,
-    StabilizedBB,
-    StepSizeRule,
-)
+from .step_sizes import STEP_SIZES, StepSizeRule
 
 __all__ = ["SVRG_CONSTRAINTS", "svrg"]
 
@@ -241,18 +242,8 @@ def svrg(
     monitor = solver_monitor(
         name, max_iter, tol, verbose, callback, owner, _NONFINITE_HINT
     )
-    monitor.start()  # the first full gradient and the probe count as solver time
-    x = x0.detach().clone()
-    f, g = problem.value_and_grad(x)
-    evals = n
-    if learning_rate == "auto":
-        adaptive = isinstance(step_size, StabilizedBB) or step_size in ("sbb", "bb")
-        learning_rate = auto_learning_rate(problem, x, g, epsilon, adaptive=adaptive)
-        evals += n
-    rule = (
-        STEP_SIZES[step_size](learning_rate=learning_rate, epsilon=epsilon)
-        if isinstance(step_size, str)
-        else step_size
+    x, f, g, evals, rule = start_finite_sum_run(
+        problem, x0, monitor, step_size, learning_rate, epsilon
     )
     want_random = output == "random" or module_epochs is not None
     reservoir = _Reservoir(rs.numpy) if want_random else None
