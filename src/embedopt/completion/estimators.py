@@ -128,6 +128,16 @@ class _CompletionEstimator(BaseEstimator):
     """Shared fit / predict machinery of the completion estimators."""
 
     _ndim: ClassVar[int | None] = 2
+    #: The parameters every solve receives as they are, under the same names.
+    _solve_parameters: ClassVar[tuple[str, ...]] = (
+        "max_iter",
+        "tol",
+        "lam_decay",
+        "power_iters",
+        "max_rank",
+        "verbose",
+        "callback",
+    )
 
     def _entries(self, X, y, shape) -> ObservedEntries:
         if y is None:
@@ -156,15 +166,7 @@ class _CompletionEstimator(BaseEstimator):
             )
 
     def _solver_options(self) -> dict:
-        return dict(
-            max_iter=self.max_iter,
-            tol=self.tol,
-            lam_decay=self.lam_decay,
-            power_iters=self.power_iters,
-            max_rank=self.max_rank,
-            verbose=self.verbose,
-            callback=self.callback,
-        )
+        return {name: getattr(self, name) for name in self._solve_parameters}
 
     def _check_loss(self) -> tuple[Loss, str]:
         """The loss, and the centering mode (``"auto"``: resolved in ``fit``)."""
@@ -587,6 +589,7 @@ class TensorCompletion(_CompletionEstimator):
     """
 
     _ndim = None
+    _solve_parameters = (*_CompletionEstimator._solve_parameters, "mode_weights")
     _parameter_constraints: ClassVar[dict] = {
         **MatrixCompletion._parameter_constraints,
         "mode_weights": [
@@ -627,9 +630,6 @@ class TensorCompletion(_CompletionEstimator):
     def _check_entries(self, entries: ObservedEntries) -> None:
         super()._check_entries(entries)
         check_mode_weights(self.mode_weights, entries.shape, type(self).__name__)
-
-    def _solver_options(self) -> dict:
-        return {**super()._solver_options(), "mode_weights": self.mode_weights}
 
     def _export(self, factors) -> None:
         self.factors_ = [tuple(f) for f in factors]

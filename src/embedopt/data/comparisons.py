@@ -14,10 +14,9 @@ from .._core import (
     InvalidParameterError,
     RandomStateLike,
     check_plus_minus_one,
-    resolve_random_state,
 )
 from .entries import _as_int, _is_numeric, infer_size
-from .splits import split_bounds
+from .splits import random_parts
 
 __all__ = [
     "ComparisonWarning",
@@ -374,12 +373,7 @@ def split_comparisons(
     DataValidationError
         When a part would be empty (fewer comparisons than parts need).
     """
-    m = len(comparisons)
-    bounds = split_bounds(m, fractions, "split_comparisons", "comparisons")
-    rng = resolve_random_state(random_state, "split_comparisons").numpy
-    perm = rng.permutation(m)
-    parts, start = [], 0
-    for end in bounds:
-        parts.append(comparisons.subset(np.sort(perm[start:end])))
-        start = end
-    return tuple(parts)
+    parts = random_parts(
+        len(comparisons), fractions, random_state, "split_comparisons", "comparisons"
+    )
+    return tuple(comparisons.subset(idx) for idx in parts)

@@ -29,8 +29,14 @@ def _fractions(fractions, owner: str) -> np.ndarray:
     return fr
 
 
-def split_bounds(n: int, fractions, owner: str, what: str) -> np.ndarray:
-    """End of each part when n items are split in ``fractions``.
+def random_parts(
+    n: int, fractions, random_state: RandomStateLike, owner: str, what: str
+) -> list[np.ndarray]:
+    """Sorted indices of each part when n items are split at random in ``fractions``.
+
+    The one random split behind :func:`split_entries` and
+    :func:`~embedopt.data.split_comparisons`: a permutation of ``range(n)``
+    cut at the rounded cumulative fractions.
 
     Parameters
     ----------
@@ -38,6 +44,7 @@ def split_bounds(n: int, fractions, owner: str, what: str) -> np.ndarray:
         Items to split.
     fractions : sequence of float
         Positive, summing to 1.
+    random_state : None, int or numpy Generator
     owner : str
         The splitting function, for messages.
     what : str
@@ -45,8 +52,8 @@ def split_bounds(n: int, fractions, owner: str, what: str) -> np.ndarray:
 
     Returns
     -------
-    numpy.ndarray of int
-        Cumulative ends; the last one is n.
+    list of numpy.ndarray of int
+        One index array per fraction, each sorted.
 
     Raises
     ------
@@ -66,7 +73,8 @@ def split_bounds(n: int, fractions, owner: str, what: str) -> np.ndarray:
             f"{tuple(float(f) for f in fr)}: part {k} would be empty. Give more "
             f"{what} or other fractions."
         )
-    return bounds
+    perm = resolve_random_state(random_state, owner).numpy.permutation(n)
+    return [np.sort(part) for part in np.split(perm, bounds[:-1])]
 
 
 def split_entries(
@@ -95,14 +103,10 @@ def split_entries(
     DataValidationError
         When a part would be empty (fewer entries than parts need).
     """
-    bounds = split_bounds(entries.nnz, fractions, "split_entries", "entries")
-    rng = resolve_random_state(random_state, "split_entries").numpy
-    perm = rng.permutation(entries.nnz)
-    parts, start = [], 0
-    for end in bounds:
-        parts.append(entries.subset(np.sort(perm[start:end])))
-        start = end
-    return tuple(parts)
+    parts = random_parts(
+        entries.nnz, fractions, random_state, "split_entries", "entries"
+    )
+    return tuple(entries.subset(idx) for idx in parts)
 
 
 def kfold_entries(

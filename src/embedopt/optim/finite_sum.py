@@ -16,8 +16,21 @@ import torch
 
 from .._core import DataWarning
 from .monitor import IterationMonitor
+from .step_sizes import (
+    FIXED_STEP_SAFETY,
+    STEP_SIZES,
+    StabilizedBB,
+    StepSizeRule,
+    probe_step,
+)
 
-__all__ = ["FiniteSum", "clip_batch_size", "record_epoch"]
+__all__ = [
+    "FiniteSum",
+    "auto_learning_rate",
+    "clip_batch_size",
+    "record_epoch",
+    "start_finite_sum_run",
+]
 
 
 @runtime_checkable
@@ -57,6 +70,102 @@ class FiniteSum(Protocol):
     ) -> torch.Tensor:
         """Weighted sum over points of the batch's gradient rows, shape (b r, p)."""
         ...
+
+
+def auto_learning_rate(
+    problem: FiniteSum,
+    x: torch.Tensor,
+    g: torch.Tensor,
+    epsilon: float = 0.0,
+    *,
+    adaptive: bool,
+    safety: float = FIXED_STEP_SAFETY,
+) -> float:
+    """``learning_rate="auto"`` of a finite-sum solver, from one gradient call.
+
+    The local curvature along ``-g`` for an adaptive rule (which corrects it
+    after the first epoch); for a fixed step, a secant over a trial step as
+    long as x, divided by ``safety`` (see
+    ``FIXED_STEP_SAFETY`` of :mod:`embedopt.optim.step_sizes`).
+
+    Parameters
+    ----------
+    problem : FiniteSum
+    x, g : torch.Tensor
+        The starting point and the full gradient there.
+    epsilon : float
+        SBB stabilization (see :func:`~embedopt.optim.probe_step`).
+    adaptive : bool
+        Whether the step-size rule adapts (SBB, BB).
+    safety : float
+        Divides a fixed step (1 where a safeguard backtracks instead).
+
+    Returns
+    -------
+    float
+    """
+    grad = lambda z: problem.value_and_grad(z)[1]  # noqa: E731
+    if adaptive:
+        return probe_step(grad, x, g, epsilon)
+    return probe_step(grad, x, g, epsilon, relative=1.0) / safety
+
+
+def start_finite_sum_run(
+    problem: FiniteSum,
+    x0: torch.Tensor,
+    monitor: IterationMonitor,
+    step_size: str | StepSizeRule,
+    learning_rate: float | str,
+    epsilon: float,
+    *,
+    safety: float = FIXED_STEP_SAFETY,
+) -> tuple[torch.Tensor, float, torch.Tensor, int, StepSizeRule]:
+    """Start a full-gradient solver: its clock, the first gradient, its step rule.
+
+    What :func:`~embedopt.optim.svrg` and
+    :func:`~embedopt.optim.gradient_descent` do before their first epoch; the
+    first full gradient and the probe of ``learning_rate="auto"`` (see
+    :func:`auto_learning_rate`, with ``safety``) count as solver time.
+
+    Parameters
+    ----------
+    problem : FiniteSum
+    x0 : torch.Tensor
+    monitor : IterationMonitor
+        Not started.
+    step_size : str or step-size rule
+        A name of :data:`~embedopt.optim.STEP_SIZES` or a rule object (used
+        as it is).
+    learning_rate : float or "auto"
+    epsilon : float
+    safety : float
+
+    Returns
+    -------
+    x : torch.Tensor
+        A copy of ``x0``.
+    f : float
+    g : torch.Tensor
+        Value and full gradient at x.
+    evals : int
+        Gradient calls so far (n, or 2 n with the probe).
+    rule : step-size rule
+    """
+    n = int(problem.n_samples)
+    monitor.start()
+    x = x0.detach().clone()
+    f, g = problem.value_and_grad(x)
+    evals = n
+    if learning_rate == "auto":
+        adaptive = isinstance(step_size, StabilizedBB) or step_size in ("sbb", "bb")
+        learning_rate = auto_learning_rate(
+            problem, x, g, epsilon, adaptive=adaptive, safety=safety
+        )
+        evals += n
+    if isinstance(step_size, str):
+        rule = STEP_SIZES[step_size](learning_rate=learning_rate, epsilon=epsilon)
+        return x, f, g, evals, rule
+    return x, f, g, evals, step_size
 
 
 def record_epoch(

@@ -21,11 +21,17 @@ from .._core import (
     resolve_random_state,
     validated_params,
 )
-from .finite_sum import FiniteSum, clip_batch_size, record_epoch
+from .finite_sum import (
+    FiniteSum,
+    auto_learning_rate,
+    clip_batch_size,
+    record_epoch,
+    start_finite_sum_run,
+)
 from .line_search import armijo_backtracking
 from .monitor import IterationState, solver_monitor
 from .result import SolverResult
-from .step_sizes import FIXED_STEP_SAFETY, STEP_SIZES, probe_step
+from .step_sizes import STEP_SIZES
 
 __all__ = ["GD_CONSTRAINTS", "SGD_CONSTRAINTS", "gradient_descent", "sgd"]
 
@@ -132,8 +138,7 @@ def sgd(
     evals = 0
     if learning_rate == "auto":
         _, g = problem.value_and_grad(x)
-        grad = lambda z: problem.value_and_grad(z)[1]  # noqa: E731
-        learning_rate = probe_step(grad, x, g, relative=1.0) / FIXED_STEP_SAFETY
+        learning_rate = auto_learning_rate(problem, x, g, adaptive=False)
         evals += 2 * n
     rule = STEP_SIZES["inverse_decay"](learning_rate=learning_rate, decay=decay)
     per_chunk = max(1, _CHUNK // batch_size)
@@ -218,18 +223,10 @@ def gradient_descent(
     monitor = solver_monitor(
         name, max_iter, tol, verbose, callback, owner, _NONFINITE_HINT
     )
-    monitor.start()  # the first gradient and the probe count as solver time
-    x = x0.detach().clone()
-    f, g = problem.value_and_grad(x)
-    evals = n
-    if learning_rate == "auto":
-        grad = lambda z: problem.value_and_grad(z)[1]  # noqa: E731
-        adaptive = step_size in ("sbb", "bb")
-        learning_rate = probe_step(
-            grad, x, g, epsilon, relative=1e-3 if adaptive else 1.0
-        )
-        evals += n
-    rule = STEP_SIZES[step_size](learning_rate=learning_rate, epsilon=epsilon)
+    # A fixed step is probed without the safety factor (the safeguard backtracks).
+    x, f, g, evals, rule = start_finite_sum_run(
+        problem, x0, monitor, step_size, learning_rate, epsilon, safety=1.0
+    )
     # The safeguard is Armijo backtracking with c1 = 0: accept a finite value
     # that does not increase beyond rounding (100 eps relative).
     trials = _MAX_HALVINGS if safeguard and step_size == "constant" else 1

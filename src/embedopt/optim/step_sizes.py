@@ -71,29 +71,6 @@ def stabilized_bb_step(
     return sx / den
 
 
-class ConstantStep:
-    """A fixed step ``alpha`` (SVRG of Johnson & Zhang, batch gradient descent).
-
-    Parameters
-    ----------
-    learning_rate : float
-    """
-
-    name = "constant"
-
-    def __init__(self, learning_rate: float, **_):
-        self.learning_rate = float(learning_rate)
-
-    def step(
-        self,
-        epoch: int,
-        dx: torch.Tensor | None = None,
-        dy: torch.Tensor | None = None,
-    ) -> float:
-        """The step of ``epoch`` (0-based)."""
-        return self.learning_rate
-
-
 class InverseDecay:
     """Decaying step ``alpha_k = alpha_0 / (1 + decay k)`` (SGD baseline).
 
@@ -122,6 +99,22 @@ class InverseDecay:
     ) -> float:
         """The step of ``epoch`` (0-based)."""
         return self.learning_rate / (1.0 + self.decay * epoch)
+
+
+class ConstantStep(InverseDecay):
+    """A fixed step ``alpha`` (SVRG of Johnson & Zhang, batch gradient descent).
+
+    :class:`InverseDecay` with ``decay = 0``.
+
+    Parameters
+    ----------
+    learning_rate : float
+    """
+
+    name = "constant"
+
+    def __init__(self, learning_rate: float, **_):
+        super().__init__(learning_rate, 0.0)
 
 
 class StabilizedBB:

@@ -45,16 +45,15 @@ from .._core import (
     resolve_random_state,
     validated_params,
 )
-from .finite_sum import FiniteSum, clip_batch_size, record_epoch
+from .finite_sum import (
+    FiniteSum,
+    clip_batch_size,
+    record_epoch,
+    start_finite_sum_run,
+)
 from .monitor import IterationState, solver_monitor
 from .result import SolverResult
-from .step_sizes import (
-    FIXED_STEP_SAFETY,
-    STEP_SIZES,
-    StabilizedBB,
-    StepSizeRule,
-    probe_step,
-)
+from .step_sizes import STEP_SIZES, StepSizeRule
 
 __all__ = ["SVRG_CONSTRAINTS", "svrg"]
 
@@ -140,16 +139,6 @@ def _inner_loop(
     if lazy:
         x.sub_(sG, alpha=steps)  # catch every row up
     return x
-
-
-def _auto_step(problem, x, g, epsilon, step_size) -> float:
-    """``learning_rate="auto"``: local curvature for adaptive rules (corrected
-    after the first epoch), a conservative secant step for fixed ones."""
-    grad = lambda z: problem.value_and_grad(z)[1]  # noqa: E731
-    adaptive = isinstance(step_size, (StabilizedBB,)) or step_size in ("sbb", "bb")
-    if adaptive:
-        return probe_step(grad, x, g, epsilon)
-    return probe_step(grad, x, g, epsilon, relative=1.0) / FIXED_STEP_SAFETY
 
 
 #: What a non-finite objective of SVRG most likely means.
@@ -253,17 +242,8 @@ def svrg(
     monitor = solver_monitor(
         name, max_iter, tol, verbose, callback, owner, _NONFINITE_HINT
     )
-    monitor.start()  # the first full gradient and the probe count as solver time
-    x = x0.detach().clone()
-    f, g = problem.value_and_grad(x)
-    evals = n
-    if learning_rate == "auto":
-        learning_rate = _auto_step(problem, x, g, epsilon, step_size)
-        evals += n
-    rule = (
-        STEP_SIZES[step_size](learning_rate=learning_rate, epsilon=epsilon)
-        if isinstance(step_size, str)
-        else step_size
+    x, f, g, evals, rule = start_finite_sum_run(
+        problem, x0, monitor, step_size, learning_rate, epsilon
     )
     want_random = output == "random" or module_epochs is not None
     reservoir = _Reservoir(rs.numpy) if want_random else None
