@@ -34,21 +34,14 @@ __all__ = ["ais_impute_exact", "apg", "soft_impute"]
 _POWER_METHOD_OPTIONS = ("exact_svt", "power_iters", "adaptive_rank")
 
 
-def _baseline(solver: str, args: dict, exact: bool = True) -> SolverResult:
-    """Run the loop as ``solver`` with a baseline's arguments (its ``locals()``).
-
-    ``exact``: refuse the options of the power method, which an exact-SVD
-    baseline has no use for.
-    """
-    args = dict(args)
-    X, init, options = args.pop("X"), args.pop("init"), args.pop("options")
-    for key in _POWER_METHOD_OPTIONS if exact else ():
+def _exact_baseline(solver: str, X, init, options: dict) -> SolverResult:
+    for key in _POWER_METHOD_OPTIONS:
         if key in options:
             raise InvalidParameterError(
                 f"{solver} has no '{key}' parameter: it computes exact SVDs "
                 "(the power-method options belong to ais_impute)."
             )
-    return _run(solver, X, init, **args, **options)
+    return _run(solver, X, init, **options)
 
 
 def soft_impute(
@@ -85,7 +78,9 @@ def soft_impute(
     -------
     SolverResult
     """
-    return _baseline("soft_impute", locals())
+    run = dict(max_iter=max_iter, tol=tol, random_state=random_state)
+    run.update(verbose=verbose, callback=callback, lam=lam)
+    return _exact_baseline("soft_impute", X, init, {**run, **options})
 
 
 def apg(
@@ -117,7 +112,9 @@ def apg(
     -------
     SolverResult
     """
-    return _baseline("apg", locals())
+    run = dict(max_iter=max_iter, tol=tol, random_state=random_state)
+    run.update(verbose=verbose, callback=callback, lam=lam)
+    return _exact_baseline("apg", X, init, {**run, **options})
 
 
 def ais_impute_exact(
@@ -149,4 +146,15 @@ def ais_impute_exact(
     -------
     SolverResult
     """
-    return _baseline("ais_impute_exact", locals(), exact=False)
+    return _run(
+        "ais_impute_exact",
+        X,
+        init,
+        max_iter=max_iter,
+        tol=tol,
+        random_state=random_state,
+        verbose=verbose,
+        callback=callback,
+        lam=lam,
+        **options,
+    )
