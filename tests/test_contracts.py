@@ -49,6 +49,22 @@ from tests.conftest import random_entries
 
 
 @dataclass
+class Call:
+    """Arguments of one ``fit`` call with keyword-only data (pairs, features).
+
+    A ``bad_inputs`` entry is a tuple of positional arguments, or a ``Call``
+    where ``fit`` takes part of its data by keyword.
+    """
+
+    args: tuple
+    kwargs: dict
+
+    @classmethod
+    def of(cls, *args, **kwargs) -> Call:
+        return cls(args, kwargs)
+
+
+@dataclass
 class EstimatorCase:
     name: str
     make: Callable[..., object]
@@ -59,7 +75,7 @@ class EstimatorCase:
     # (module, function name, {param: (value, solver kwarg)})
     wiring: list[tuple] = field(default_factory=list)
     bad_params: list[dict] = field(default_factory=list)
-    bad_inputs: list[tuple[tuple, type, str]] = field(default_factory=list)
+    bad_inputs: list[tuple[tuple | Call, type, str]] = field(default_factory=list)
 
 
 def _mc_data():
@@ -462,6 +478,9 @@ _SDP_AUTO_WIRING = (
 )
 
 
+_X20 = np.random.default_rng(1).standard_normal((20, 3))
+
+
 def _kl_data():
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1], 10)
@@ -504,8 +523,14 @@ CASES.append(
             {"random_state": "x"},
         ],
         bad_inputs=[
-            # pairs are keyword-only (fit(X, y=None, *, must_link, cannot_link)):
-            # their bad values are tests/sdp/test_estimators.py::test_bad_fit_input
+            # pairs are keyword-only: fit(X, y=None, *, must_link, cannot_link)
+            (Call.of(_X20, must_link=[[0, 30]]), DataValidationError, "out of range"),
+            (Call.of(_X20, must_link=[[2, 2]]), DataValidationError, "self-pair"),
+            (
+                Call.of(_X20, must_link=[[1, 2]], cannot_link=[[2, 1]]),
+                DataValidationError,
+                r"\(1, 2\) is both a must-link and a cannot-link",
+            ),
             ((np.full((20, 3), np.nan), np.zeros(20)), DataValidationError, "NaN"),
             ((np.zeros((20, 3)), np.zeros(19)), DataValidationError, "one label"),
             ((np.zeros((20, 3)),), DataValidationError, "must_link"),
@@ -577,9 +602,9 @@ def _tm_pairs():
 
 
 def _tm_data():
-    # fit(X, y=None, *, user_features=...) takes the side features by keyword,
-    # which the harness's fit(*args) cannot pass: the towers over them come
-    # in as modules (_tm_towers); the feature checks are in tests/similarity
+    # fit(X, y=None, *, user_features=...) takes the side features by keyword:
+    # the towers over them come in as modules (_tm_towers), and the bad
+    # features as Call entries of bad_inputs
     return (_tm_pairs(),)
 
 
@@ -661,6 +686,17 @@ CASES.append(
         bad_inputs=[
             ((([0, 1], [1, 2], [1.0, np.nan]),), DataValidationError, "finite"),
             ((([], []),), DataValidationError, "non-empty"),
+            # side features are keyword-only and must cover every id
+            (
+                Call.of(([0, 12], [1, 2]), user_features={"g": np.arange(12) % 3}),
+                DataValidationError,
+                "index 12 used",
+            ),
+            (
+                Call.of(([0, 1], [1, 2]), user_features={"g": np.arange(1)}),
+                DataValidationError,
+                "rows",
+            ),
         ],
     )
 )
@@ -761,8 +797,9 @@ def test_invalid_parameters_rejected_before_work(case):
 @pytest.mark.parametrize("case", CASES, ids=ids)
 def test_bad_input_raises_documented_error(case):
     for inputs, err, match in case.bad_inputs:
+        call = inputs if isinstance(inputs, Call) else Call(inputs, {})
         with pytest.raises(err, match=match):
-            case.make().fit(*inputs)
+            case.make().fit(*call.args, **call.kwargs)
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids)

@@ -157,17 +157,3 @@ def test_retrieval_fitted_attributes():
     assert model.stop_reason_ == "n_steps"
     with pytest.raises(InvalidParameterError, match="'rotation' parameter"):
         TwoTowerRetrieval(rotation="opq", **_RETRIEVAL).fit(_pairs())
-
-
-@pytest.mark.parametrize(
-    ("features", "match"),
-    [
-        ({"group": np.arange(12) % 3}, "index 12 used"),
-        ({"group": np.arange(1)}, "rows"),
-    ],
-)
-def test_similarity_features_must_cover_the_ids(features, match):
-    # (the contract suite's fit(*args) cannot pass keyword-only features)
-    X = ([0, 12], [1, 2]) if "12" in match else ([0, 1], [1, 2])
-    with pytest.raises(DataValidationError, match=match):
-        TwoTowerModel(3).fit(X, user_features=features)

@@ -82,13 +82,7 @@ def test_not_fitted_and_bad_cluster_or_kernel_arguments():
 @pytest.mark.parametrize(
     "kwargs, err, match",
     [
-        ({"must_link": [[0, 30]]}, DataValidationError, "out of range"),
-        ({"must_link": [[2, 2]]}, DataValidationError, "self-pair"),
-        (
-            {"must_link": [[1, 2]], "cannot_link": [[2, 1]]},
-            DataValidationError,
-            "\\(1, 2\\) is both a must-link and a cannot-link",
-        ),
+        # out-of-range, self- and contradictory pairs: tests/test_contracts.py
         ({}, DataValidationError, "must_link"),
         ({"y": [0, 1]}, DataValidationError, "one label per pattern"),
     ],
