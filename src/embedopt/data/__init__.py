@@ -9,6 +9,7 @@ from .comparisons import (
     split_comparisons,
 )
 from .entries import ObservedEntries, as_observed_entries
+from .ids import IdMap
 from .images import load_test_image
 from .interactions import (
     Interactions,
@@ -62,6 +63,7 @@ __all__ = [
     "ComparisonWarning",
     "Comparisons",
     "DistanceData",
+    "IdMap",
     "Interactions",
     "LabelledData",
     "LowRankProblem",
