@@ -292,7 +292,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         user_features, item_features : dict of arrays or SideFeatures, optional
             Side features, one row per user / item (see
             :func:`~embedopt.data.as_side_features`); they fix m and n.
-        validation : same types as ``interactions``, optional
+        validation : same types as ``X``, optional
             Held-out pairs: P@k, recall@k, nDCG@k and MAP@k
             (k = ``eval_k``, training pairs excluded) are recorded in
             ``history_`` after every iteration.
