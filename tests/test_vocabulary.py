@@ -12,6 +12,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,40 +23,42 @@ from embedopt._core import BaseEstimator
 VOCABULARY = Path(__file__).resolve().parents[1] / "docs" / "vocabulary.md"
 
 
-def _estimators() -> list[type]:
-    found = {}
+def _public_callables() -> Iterator[object]:
+    """Every name in a module's ``__all__`` (one walk of the package)."""
     for info in pkgutil.walk_packages(embedopt.__path__, "embedopt."):
         if info.name.endswith("__main__"):
             continue
         module = importlib.import_module(info.name)
-        for name in getattr(module, "__all__", ()):
-            obj = getattr(module, name)
-            if (
-                inspect.isclass(obj)
-                and issubclass(obj, BaseEstimator)
-                and obj is not BaseEstimator
-            ):
-                found[obj.__qualname__] = obj
+        for attr in getattr(module, "__all__", ()):
+            yield getattr(module, attr)
+
+
+PUBLIC = list(_public_callables())
+
+
+def _estimators() -> list[type]:
+    found = {
+        obj.__qualname__: obj
+        for obj in PUBLIC
+        if inspect.isclass(obj)
+        and issubclass(obj, BaseEstimator)
+        and obj is not BaseEstimator
+    }
     return sorted(found.values(), key=lambda cls: cls.__name__)
 
 
 def _public_parameter_names() -> set[str]:
     """Parameter names of every public function, method and class."""
     names: set[str] = set()
-    for info in pkgutil.walk_packages(embedopt.__path__, "embedopt."):
-        if info.name.endswith("__main__"):
-            continue
-        module = importlib.import_module(info.name)
-        for attr in getattr(module, "__all__", ()):
-            obj = getattr(module, attr)
-            members = [obj]
-            if inspect.isclass(obj):
-                members += [m for m in vars(obj).values() if inspect.isfunction(m)]
-            for member in members:
-                try:
-                    names |= set(inspect.signature(member).parameters)
-                except (TypeError, ValueError):
-                    continue
+    for obj in PUBLIC:
+        members = [obj]
+        if inspect.isclass(obj):
+            members += [m for m in vars(obj).values() if inspect.isfunction(m)]
+        for member in members:
+            try:
+                names |= set(inspect.signature(member).parameters)
+            except (TypeError, ValueError):
+                continue
     return names
 
 
@@ -70,6 +73,7 @@ def _documented() -> set[str]:
 
 
 ESTIMATORS = _estimators()
+DOCUMENTED = _documented()
 
 
 def test_every_estimator_is_found():
@@ -78,12 +82,12 @@ def test_every_estimator_is_found():
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda cls: cls.__name__)
 def test_every_parameter_has_a_row(cls):
-    missing = sorted(set(cls._parameter_constraints) - _documented())
+    missing = sorted(set(cls._parameter_constraints) - DOCUMENTED)
     assert not missing, (
         f"docs/vocabulary.md has no row for {cls.__name__}'s parameters {missing}"
     )
 
 
 def test_every_row_names_a_real_parameter():
-    stale = sorted(_documented() - _public_parameter_names())
+    stale = sorted(DOCUMENTED - _public_parameter_names())
     assert not stale, f"docs/vocabulary.md documents unknown parameters {stale}"

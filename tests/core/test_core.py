@@ -138,3 +138,21 @@ def test_check_plus_minus_one_counts_and_points_at_the_first():
         check_plus_minus_one(
             np.array([1, 0, -1, 2]), lambda n, i: f"{n} bad, first at {i}"
         )
+
+
+def test_store_result_sets_the_common_fitted_attributes():
+    from types import SimpleNamespace
+
+    from embedopt._core import BaseEstimator
+
+    est = BaseEstimator()
+    run = SimpleNamespace(history={"objective": [3.0, 2.0, float("nan")]}, n_iter=3)
+    run.stop_reason = "tol"
+    est._store_result(run, solver="ais_impute")
+    assert (est.solver_, est.n_iter_, est.stop_reason_) == ("ais_impute", 3, "tol")
+    assert est.objective_ == 2.0  # the last finite value
+    est._store_result(run, objective=1.5)
+    assert est.objective_ == 1.5
+    # a refit whose method has no objective keeps no stale one
+    est._store_result(SimpleNamespace(history={}, n_iter=1, stop_reason="max_iter"))
+    assert not hasattr(est, "objective_")

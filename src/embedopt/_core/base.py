@@ -152,6 +152,8 @@ class BaseEstimator:
             objective = _last_finite(self.history_, "objective")
         if objective is not None:
             self.objective_ = float(objective)
+        else:  # a refit of a method without one must not keep an old value
+            vars(self).pop("objective_", None)
 
     def __sklearn_tags__(self) -> Any:
         """What scikit-learn's tools (``clone``, ``cross_val_score``,
