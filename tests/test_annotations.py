@@ -15,12 +15,10 @@ module re-exports it, for the packages in ``ANNOTATED``.
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import pkgutil
 import typing
 
-import embedopt
+from tests._package import public_names
 
 #: The packages whose public signatures are annotated: every subpackage of
 #: embedopt (the command line, SKIP_MODULES, is not checked).
@@ -38,18 +36,9 @@ ANNOTATED = [
     "embedopt.similarity",
 ]
 
-SKIP_MODULES = ("embedopt.__main__", "embedopt.cli")
+SKIP_MODULES = ("embedopt.cli",)  # __main__ is never imported
 UNCHECKED_PARAMS = {"self", "cls"}
 SPECIAL_METHODS = {"__init__", "__call__"}
-
-
-def _modules():
-    yield embedopt
-    for info in pkgutil.walk_packages(embedopt.__path__, "embedopt."):
-        name = info.name
-        if any(name == s or name.startswith(s + ".") for s in SKIP_MODULES):
-            continue
-        yield importlib.import_module(name)
 
 
 def _in_scope(module_name: str | None) -> bool:
@@ -77,19 +66,17 @@ def _class_members(cls):
 def _public_callables():
     """(name, function, is_init) of every public callable, deduplicated."""
     seen = {}
-    for module in _modules():
-        for export in getattr(module, "__all__", ()):
-            obj = getattr(module, export, None)
-            if inspect.isclass(obj):
-                members = _class_members(obj)
-            elif inspect.isfunction(obj):
-                members = [(obj, False)]
-            else:
-                continue
-            for func, is_init in members:
-                if id(func) not in seen:
-                    name = f"{func.__module__}:{func.__qualname__}"
-                    seen[id(func)] = (name, func, is_init)
+    for _, _, obj in public_names(SKIP_MODULES):
+        if inspect.isclass(obj):
+            members = _class_members(obj)
+        elif inspect.isfunction(obj):
+            members = [(obj, False)]
+        else:
+            continue
+        for func, is_init in members:
+            if id(func) not in seen:
+                name = f"{func.__module__}:{func.__qualname__}"
+                seen[id(func)] = (name, func, is_init)
     return sorted(seen.values(), key=lambda item: item[0])
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import doctest
 import importlib
-import pkgutil
 
 import pytest
 
-import embedopt
+from tests._package import modules
 
 
 def _examples(name: str) -> list[doctest.DocTest]:
@@ -18,17 +17,7 @@ def _examples(name: str) -> list[doctest.DocTest]:
     return [test for test in doctest.DocTestFinder().find(module) if test.examples]
 
 
-def _modules_with_examples() -> list[str]:
-    names = []
-    for info in pkgutil.walk_packages(embedopt.__path__, "embedopt."):
-        if info.name.endswith("__main__"):  # importing it runs the command
-            continue
-        if _examples(info.name):
-            names.append(info.name)
-    return names
-
-
-MODULES = _modules_with_examples()
+MODULES = [m.__name__ for m in modules() if _examples(m.__name__)]
 
 
 def test_the_package_has_docstring_examples():

@@ -8,32 +8,19 @@ there fails here, and so does a row whose name no public callable takes.
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import pkgutil
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-import embedopt
 from embedopt._core import BaseEstimator
+from tests._package import public_names
 
 VOCABULARY = Path(__file__).resolve().parents[1] / "docs" / "vocabulary.md"
 
 
-def _public_callables() -> Iterator[object]:
-    """Every name in a module's ``__all__`` (one walk of the package)."""
-    for info in pkgutil.walk_packages(embedopt.__path__, "embedopt."):
-        if info.name.endswith("__main__"):
-            continue
-        module = importlib.import_module(info.name)
-        for attr in getattr(module, "__all__", ()):
-            yield getattr(module, attr)
-
-
-PUBLIC = list(_public_callables())
+PUBLIC = [obj for _, _, obj in public_names()]
 
 
 def _estimators() -> list[type]:

@@ -1,14 +1,12 @@
 """fill_doc: shared numpydoc blocks put into docstrings at import."""
 
-import importlib
 import inspect
-import pkgutil
 import re
 
 import pytest
 
-import embedopt
 from embedopt._core import fill_doc
+from tests._package import public_names
 
 
 def test_a_field_line_becomes_the_block_at_its_indentation():
@@ -41,17 +39,12 @@ def test_a_missing_or_unused_field_is_an_error():
 
 
 def _public_objects():
-    for info in pkgutil.walk_packages(embedopt.__path__, "embedopt."):
-        if info.name.endswith("__main__"):  # importing it runs the command
-            continue
-        module = importlib.import_module(info.name)
-        for name in getattr(module, "__all__", ()):
-            obj = getattr(module, name)
-            yield f"{info.name}.{name}", obj
-            if inspect.isclass(obj):
-                for attr, member in vars(obj).items():
-                    if not attr.startswith("_") and callable(member):
-                        yield f"{info.name}.{name}.{attr}", member
+    for module_name, name, obj in public_names():
+        yield f"{module_name}.{name}", obj
+        if inspect.isclass(obj):
+            for attr, member in vars(obj).items():
+                if not attr.startswith("_") and callable(member):
+                    yield f"{module_name}.{name}.{attr}", member
 
 
 def test_no_public_docstring_keeps_an_unfilled_field():
