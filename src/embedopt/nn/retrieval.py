@@ -11,6 +11,8 @@ through three hooks and may replace the search itself:
 ``_user_vectors(users)``   (len(users), k) tensor of query embeddings
 ``_item_vectors(items)``   (len(items), k) tensor of item embeddings
 ``_seen_pairs()``          CSR (n_users x n_items) of the training pairs
+                           (default: what ``_remember_seen(data)``
+                           stored at fit)
 ``_search(...)``           top-k item ids and scores of query vectors
                            (default: exact inner products; an index, e.g.
                            the PQ layer of :mod:`embedopt.quantization`,
@@ -110,7 +112,8 @@ class RetrievalMixin:
     """``recommend``, ``similar_items``, ``evaluate``, ``predict``, ``score``.
 
     Mixed into a fitted two-tower estimator that sets ``shape_`` and
-    implements ``_user_vectors``, ``_item_vectors`` and ``_seen_pairs`` (see
+    implements ``_user_vectors`` and ``_item_vectors`` and calls
+    ``_remember_seen(data)`` in ``fit`` (or overrides ``_seen_pairs``; see
     the module docstring); ``_search`` may be overridden by a model that
     searches an index instead of exact inner products. ``score`` reports
     precision@k with ``k = self._score_k`` (10 unless the model sets it).
@@ -127,7 +130,13 @@ class RetrievalMixin:
         raise NotImplementedError
 
     def _seen_pairs(self) -> sp.csr_matrix:
-        raise NotImplementedError
+        return self._seen
+
+    def _remember_seen(self, data: Interactions) -> None:
+        """Store the training pairs as the CSR matrix ``_seen_pairs`` returns."""
+        self._seen = sp.csr_matrix(
+            (np.ones(len(data)), (data.users, data.items)), shape=data.shape
+        )
 
     @property
     def _score_k(self) -> int:

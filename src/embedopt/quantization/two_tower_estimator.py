@@ -262,9 +262,7 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
         self.warm_state_ = res.info["warm_state"]
         self.warm_start_distortion_ = self.warm_state_["distortion"]
         self.warmup_history_ = self.warm_state_["warmup_history"]
-        self._seen = sp.csr_matrix(
-            (np.ones(len(data)), (data.users, data.items)), shape=data.shape
-        )
+        self._remember_seen(data)
         self._store_result(res, solver=INDEX_ROTATIONS.resolve_name(self.rotation))
         return self
 
@@ -302,9 +300,6 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
         if items is None:
             items = np.arange(self.shape_[1])
         return net.items(torch.as_tensor(items, device=net.device))
-
-    def _seen_pairs(self) -> sp.csr_matrix:
-        return self._seen
 
     @torch.no_grad()
     def _search(self, queries, k, exclude, candidates):

@@ -317,9 +317,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         self.shape_ = (m, n) = data.shape
         _check_size(owner, (m, n), self.n_components, ctx)
         uf, vf = _side_features(user_features, item_features, m, n)
-        self._seen = sp.csr_matrix(
-            (np.ones(len(data)), (data.users, data.items)), shape=(m, n)
-        )
+        self._remember_seen(data)
         towers, k = self._build_towers(uf, vf, ctx)
         options = self._objective_options(data, m, n)
         objective = self._objective(towers, data, options, distributed, group)
@@ -527,9 +525,6 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         if items is None:
             return self._Q
         return self._Q[torch.as_tensor(items, device=self._Q.device)]
-
-    def _seen_pairs(self) -> sp.csr_matrix:
-        return self._seen
 
 
 def _arrays(history) -> dict:
