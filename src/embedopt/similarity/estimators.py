@@ -502,10 +502,11 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         held = as_interactions(validation, self.shape_)
         users, relevant = pairs_by_user(held)
         k = self.eval_k
+        seen = self._seen[users]
 
         def callback(state):
             P, Q = objective.embeddings(state.x)
-            ids, _ = top_k_inner_products(P[users], Q, k, exclude=self._seen[users])
+            ids, _ = top_k_inner_products(P[users], Q, k, exclude=seen)
             records.append(ranking_metrics(ids, relevant, k))
             return user_callback(state) if user_callback is not None else None
 
