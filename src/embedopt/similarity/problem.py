@@ -710,7 +710,7 @@ def dense_objective(
     if yhat is None:
         xu, xv = objective.split(tuple(x))
         P, Q = (
-            functional_call(s.tower, dict(zip(s.names, xs, strict=True)), (s.inputs,))
+            s.function(slice(None))(*xs)
             for s, xs in zip(objective.sides, (xu, xv), strict=True)
         )
         yhat = P @ Q.T
