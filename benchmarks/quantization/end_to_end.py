@@ -91,17 +91,20 @@ def _baseline_split(seed):
     training items of every user and the training count of every item."""
     import numpy as np
 
-    from embedopt.data import load_movielens_side_features, split_entries
+    from embedopt.data import (
+        as_interactions,
+        load_movielens_side_features,
+        split_entries,
+    )
+    from embedopt.nn import pairs_by_user
 
     feats = load_movielens_side_features()
     E = feats.ratings.entries
     n_u, n_i = E.shape
     train, test = split_entries(E, (0.8, 0.2), random_state=seed)
     tu, ti = train.indices[:, 0], train.indices[:, 1]
-    su, si = test.indices[:, 0], test.indices[:, 1]
-    users = np.unique(su)
-    order = np.argsort(su, kind="stable")
-    rel = np.split(si[order], np.searchsorted(su[order], users[1:]))
+    si = test.indices[:, 1]
+    users, rel = pairs_by_user(as_interactions(test, (n_u, n_i)))
     order = np.argsort(tu, kind="stable")
     seen = np.split(ti[order], np.searchsorted(tu[order], np.arange(1, n_u)))
     count = np.bincount(ti, minlength=n_i).astype(np.float64)

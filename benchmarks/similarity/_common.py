@@ -41,23 +41,12 @@ def ranking(P, Q, train, test, k: int = 10) -> dict:
     import torch
 
     from embedopt.linalg import top_k_inner_products
-    from embedopt.metrics import (
-        average_precision_at_k,
-        ndcg_at_k,
-        precision_at_k,
-        recall_at_k,
-    )
+    from embedopt.nn import pairs_by_user, ranking_metrics
 
-    order = np.argsort(test.users, kind="stable")
-    u, i = test.users[order], test.items[order]
-    users = np.unique(u)
-    relevant = np.split(i, np.searchsorted(u, users[1:]))
+    users, relevant = pairs_by_user(test)
     P = torch.as_tensor(np.ascontiguousarray(P), dtype=torch.float32)
     Q = torch.as_tensor(np.ascontiguousarray(Q), dtype=torch.float32)
     ids, _ = top_k_inner_products(P[users], Q, k, exclude=csr(train)[users])
-    return {
-        f"P@{k}": precision_at_k(ids, relevant, k),
-        f"R@{k}": recall_at_k(ids, relevant, k),
-        f"nDCG@{k}": ndcg_at_k(ids, relevant, k),
-        f"MAP@{k}": average_precision_at_k(ids, relevant, k),
-    }
+    out = ranking_metrics(ids, relevant, k)
+    short = {"precision": "P", "recall": "R", "ndcg": "nDCG", "map": "MAP"}
+    return {f"{short[name]}@{k}": out[f"{name}@{k}"] for name in short}

@@ -75,7 +75,7 @@ def test_towers_never_touch_the_global_random_state():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_hybrid_tower_shapes_unit_norm_and_dtype(dtype):
+def test_concat_tower_shapes_unit_norm_and_dtype(dtype):
     t = ConcatTower(6, 4, _features(), hidden=8, generator=_gen(), dtype=dtype)
     out = t(torch.tensor([0, 5, 2]))
     assert out.shape == (3, 4) and out.dtype == dtype

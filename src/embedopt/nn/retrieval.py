@@ -11,17 +11,19 @@ through three hooks and may replace the search itself:
 ``_user_vectors(users)``   (len(users), k) tensor of query embeddings
 ``_item_vectors(items)``   (len(items), k) tensor of item embeddings
 ``_seen_pairs()``          CSR (n_users x n_items) of the training pairs
-``_search(...)``           top-k item ids and scores of query vectors
-                           (default: exact inner products; an index, e.g.
-                           the PQ layer of :mod:`embedopt.quantization`,
-                           overrides it)
+                           (default: what ``_remember_seen(data)``
+                           stored at fit)
+``_search(...)``           top-k positions among the candidate items, and
+                           scores, of query vectors (default: exact inner
+                           products; an index, e.g. the PQ layer of
+                           :mod:`embedopt.quantization`, overrides it)
 =========================  ==============================================
 
 and the attribute ``shape_ = (n_users, n_items)``. Every search goes
-through :meth:`RetrievalMixin._search` with the queries, the exclusions as
-a sparse (queries x items) matrix and optional candidate items, so later
-additions (item filters, id maps, approximate indexes) have one place to
-plug in.
+through :meth:`RetrievalMixin._top_k`, which restricts the exclusions (a
+sparse queries x items matrix) to the optional candidate items, calls
+``_search`` and maps its positions back to item ids, so later additions
+(item filters, id maps, approximate indexes) have one place to plug in.
 """
 
 from __future__ import annotations
@@ -110,7 +112,8 @@ class RetrievalMixin:
     """``recommend``, ``similar_items``, ``evaluate``, ``predict``, ``score``.
 
     Mixed into a fitted two-tower estimator that sets ``shape_`` and
-    implements ``_user_vectors``, ``_item_vectors`` and ``_seen_pairs`` (see
+    implements ``_user_vectors`` and ``_item_vectors`` and calls
+    ``_remember_seen(data)`` in ``fit`` (or overrides ``_seen_pairs``; see
     the module docstring); ``_search`` may be overridden by a model that
     searches an index instead of exact inner products. ``score`` reports
     precision@k with ``k = self._score_k`` (10 unless the model sets it).
@@ -127,13 +130,19 @@ class RetrievalMixin:
         raise NotImplementedError
 
     def _seen_pairs(self) -> sp.csr_matrix:
-        raise NotImplementedError
+        return self._seen
+
+    def _remember_seen(self, data: Interactions) -> None:
+        """Store the training pairs as the CSR matrix ``_seen_pairs`` returns."""
+        self._seen = sp.csr_matrix(
+            (np.ones(len(data)), (data.users, data.items)), shape=data.shape
+        )
 
     @property
     def _score_k(self) -> int:
         return 10
 
-    def _search(
+    def _top_k(
         self,
         queries: torch.Tensor,
         k: int,
@@ -157,13 +166,40 @@ class RetrievalMixin:
         ids, scores : numpy.ndarray, shape (b, k)
             Item ids (-1 pads) and their scores (-inf pads).
         """
-        vectors = self._item_vectors(candidates)
         if candidates is not None and exclude is not None:
             exclude = exclude[:, candidates]
-        ids, scores = top_k_inner_products(queries, vectors, k, exclude=exclude)
+        ids, scores = self._search(queries, k, exclude, candidates)
         if candidates is not None:
             ids = np.where(ids >= 0, candidates[np.maximum(ids, 0)], -1)
         return ids, scores
+
+    def _search(
+        self,
+        queries: torch.Tensor,
+        k: int,
+        exclude: sp.csr_matrix | None,
+        candidates: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k positions in ``candidates`` (None: all items) of each query.
+
+        Parameters
+        ----------
+        queries : torch.Tensor, shape (b, k)
+        k : int
+            At most the number of candidates.
+        exclude : scipy.sparse.csr_matrix, shape (b, n_candidates), optional
+            Nonzeros of row q are positions never returned for query q.
+        candidates : numpy.ndarray of int64, optional
+            The items to rank (unique); None ranks every item.
+
+        Returns
+        -------
+        ids, scores : numpy.ndarray, shape (b, k)
+            Positions among the candidates (-1 pads) and their scores (-inf
+            pads).
+        """
+        vectors = self._item_vectors(candidates)
+        return top_k_inner_products(queries, vectors, k, exclude=exclude)
 
     # -- input checks --------------------------------------------------------------
     def _ids(self, ids, side: int, name: str) -> np.ndarray:
@@ -226,7 +262,7 @@ class RetrievalMixin:
         candidates = self._candidates(items)
         n = self.shape_[1] if candidates is None else candidates.size
         exclude = self._seen_pairs()[u] if exclude_seen else None
-        return self._search(self._user_vectors(u), min(int(k), n), exclude, candidates)
+        return self._top_k(self._user_vectors(u), min(int(k), n), exclude, candidates)
 
     def similar_items(
         self, items: ArrayLike, k: int = 10
@@ -248,7 +284,7 @@ class RetrievalMixin:
         _check_k(k, f"{type(self).__name__}.similar_items")
         i = self._ids(items, 1, "items")
         n = self.shape_[1]
-        return self._search(
+        return self._top_k(
             self._item_vectors(i), min(int(k), n), _self_pairs(i, n), None
         )
 

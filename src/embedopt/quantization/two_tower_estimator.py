@@ -262,9 +262,7 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
         self.warm_state_ = res.info["warm_state"]
         self.warm_start_distortion_ = self.warm_state_["distortion"]
         self.warmup_history_ = self.warm_state_["warmup_history"]
-        self._seen = sp.csr_matrix(
-            (np.ones(len(data)), (data.users, data.items)), shape=data.shape
-        )
+        self._remember_seen(data)
         self._store_result(res, solver=INDEX_ROTATIONS.resolve_name(self.rotation))
         return self
 
@@ -303,12 +301,10 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
             items = np.arange(self.shape_[1])
         return net.items(torch.as_tensor(items, device=net.device))
 
-    def _seen_pairs(self) -> sp.csr_matrix:
-        return self._seen
-
     @torch.no_grad()
     def _search(self, queries, k, exclude, candidates):
-        """Inner-product ADC search of the queries among the items' PQ codes.
+        """Inner-product ADC search of the queries among the PQ codes of the
+        candidate items (positions among them, as ``RetrievalMixin._search``).
 
         Each query asks the index for ``k`` plus the most exclusions of any
         query, then drops its own; -1 pads a row when fewer items are left.
@@ -318,8 +314,6 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
         codes = self.item_codes()
         if candidates is not None:
             codes = codes[torch.as_tensor(candidates, device=codes.device)]
-            if exclude is not None:
-                exclude = exclude[:, candidates]
         extra = (
             int(np.diff(exclude.indptr).max(initial=0)) if exclude is not None else 0
         )
@@ -340,6 +334,4 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
                 taken = min(k, int(keep.sum()))
                 out[a + r, :taken] = ids[r][keep][:k]
                 scores[a + r, :taken] = s[r][keep][:k]
-        if candidates is not None:
-            out = np.where(out >= 0, candidates[np.maximum(out, 0)], -1)
         return out, scores

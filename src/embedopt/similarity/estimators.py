@@ -317,9 +317,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         self.shape_ = (m, n) = data.shape
         _check_size(owner, (m, n), self.n_components, ctx)
         uf, vf = _side_features(user_features, item_features, m, n)
-        self._seen = sp.csr_matrix(
-            (np.ones(len(data)), (data.users, data.items)), shape=(m, n)
-        )
+        self._remember_seen(data)
         towers, k = self._build_towers(uf, vf, ctx)
         options = self._objective_options(data, m, n)
         objective = self._objective(towers, data, options, distributed, group)
@@ -504,10 +502,11 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         held = as_interactions(validation, self.shape_)
         users, relevant = pairs_by_user(held)
         k = self.eval_k
+        seen = self._seen[users]
 
         def callback(state):
             P, Q = objective.embeddings(state.x)
-            ids, _ = top_k_inner_products(P[users], Q, k, exclude=self._seen[users])
+            ids, _ = top_k_inner_products(P[users], Q, k, exclude=seen)
             records.append(ranking_metrics(ids, relevant, k))
             return user_callback(state) if user_callback is not None else None
 
@@ -527,9 +526,6 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         if items is None:
             return self._Q
         return self._Q[torch.as_tensor(items, device=self._Q.device)]
-
-    def _seen_pairs(self) -> sp.csr_matrix:
-        return self._seen
 
 
 def _arrays(history) -> dict:

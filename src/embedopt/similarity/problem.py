@@ -659,9 +659,7 @@ def _gn_diagonal(objective, x, n_probes: int, generator, floor: float = 1e-8):
         lambda v: objective.gnvp(x, v), x, n_probes=n_probes, generator=generator
     )
     parts = as_tuple(est)
-    scale = sum(float(a.abs().sum()) for a in parts) / max(
-        sum(a.numel() for a in parts), 1
-    )
+    scale = _mean(tuple(a.abs() for a in parts))
     # Estimates of small diagonal entries can come out <= 0; a floor relative
     # to the mean keeps the scaling positive definite.
     low = max(floor * scale, 1e-300)
@@ -710,7 +708,7 @@ def dense_objective(
     if yhat is None:
         xu, xv = objective.split(tuple(x))
         P, Q = (
-            functional_call(s.tower, dict(zip(s.names, xs, strict=True)), (s.inputs,))
+            s.function(slice(None))(*xs)
             for s, xs in zip(objective.sides, (xu, xv), strict=True)
         )
         yhat = P @ Q.T

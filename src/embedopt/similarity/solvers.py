@@ -567,10 +567,7 @@ def resolve_solver(
         return SOLVERS.resolve_name(solver)
     if distributed:
         return "gauss_newton"
-    tables = all(
-        isinstance(t, EmbeddingTower) and not t.normalize
-        for t in (user_tower, item_tower)
-    )
+    tables = all(table_part(t) is t for t in (user_tower, item_tower))
     return "als" if tables and loss == "square" else "gauss_newton"
 
 
