@@ -13,6 +13,7 @@ from .ids import IdMap
 from .images import load_test_image
 from .interactions import (
     Interactions,
+    InteractionsLike,
     SideFeatures,
     as_interactions,
     as_side_features,
@@ -65,6 +66,7 @@ __all__ = [
     "DistanceData",
     "IdMap",
     "Interactions",
+    "InteractionsLike",
     "LabelledData",
     "LowRankProblem",
     "LowRankTensorProblem",

@@ -21,7 +21,13 @@ from numpy.typing import ArrayLike
 from .._core import DataValidationError, as_array
 from .entries import ObservedEntries, _as_int, infer_size
 
-__all__ = ["Interactions", "SideFeatures", "as_interactions", "as_side_features"]
+__all__ = [
+    "Interactions",
+    "InteractionsLike",
+    "SideFeatures",
+    "as_interactions",
+    "as_side_features",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,8 +69,12 @@ class Interactions:
         return f"Interactions(shape={self.shape}, n_pairs={len(self)})"
 
 
+#: Pairs in any form :func:`as_interactions` takes.
+InteractionsLike = Interactions | ObservedEntries | sp.spmatrix | sp.sparray | tuple
+
+
 def as_interactions(
-    X: Interactions | ObservedEntries | sp.spmatrix | sp.sparray | tuple,
+    X: InteractionsLike,
     shape: tuple[int, int] | None = None,
 ) -> Interactions:
     """Validate (user, item) interactions.

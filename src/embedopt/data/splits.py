@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._core import (
     DataValidationError,
@@ -14,7 +13,7 @@ from .._core import (
     resolve_random_state,
 )
 from .entries import ObservedEntries
-from .interactions import Interactions, as_interactions
+from .interactions import Interactions, InteractionsLike, as_interactions
 
 __all__ = ["kfold_entries", "split_by_user", "split_entries"]
 
@@ -139,7 +138,7 @@ def kfold_entries(
 
 
 def split_by_user(
-    interactions: Interactions | ObservedEntries | sp.spmatrix | sp.sparray | tuple,
+    interactions: InteractionsLike,
     fractions: Sequence[float] = (0.8, 0.2),
     *,
     random_state: RandomStateLike = None,

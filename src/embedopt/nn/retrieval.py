@@ -43,7 +43,7 @@ from .._core import (
     check_param,
     to_numpy,
 )
-from ..data import Interactions, ObservedEntries, as_interactions
+from ..data import Interactions, InteractionsLike, as_interactions
 from ..linalg import top_k_inner_products
 from ..metrics import average_precision_at_k, ndcg_at_k, precision_at_k, recall_at_k
 
@@ -290,7 +290,7 @@ class RetrievalMixin:
 
     def evaluate(
         self,
-        test: Interactions | ObservedEntries | sp.spmatrix | sp.sparray | tuple,
+        test: InteractionsLike,
         k: int = 10,
         *,
         exclude_seen: bool = True,
@@ -340,7 +340,7 @@ class RetrievalMixin:
 
     def score(
         self,
-        X: Interactions | ObservedEntries | sp.spmatrix | sp.sparray | tuple,
+        X: InteractionsLike,
         y: ArrayLike | None = None,
     ) -> float:
         """precision@k of held-out pairs (training pairs excluded), higher is better.

@@ -25,7 +25,6 @@ from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 from numpy.typing import ArrayLike
 from torch import nn
@@ -46,8 +45,7 @@ from .._core import (
     validate_params,
 )
 from ..data import (
-    Interactions,
-    ObservedEntries,
+    InteractionsLike,
     SideFeatures,
     as_interactions,
     as_side_features,
@@ -331,7 +329,7 @@ _WARM_CONFIG_KEYS = (
 
 
 def train_two_tower_index(
-    interactions: Interactions | ObservedEntries | sp.spmatrix | sp.sparray | tuple,
+    interactions: InteractionsLike,
     user_features: Mapping[str, ArrayLike] | SideFeatures | None = None,
     item_features: Mapping[str, ArrayLike] | SideFeatures | None = None,
     *,

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 from numpy.typing import ArrayLike
 
@@ -26,8 +25,7 @@ from .._core import (
     to_numpy,
 )
 from ..data import (
-    Interactions,
-    ObservedEntries,
+    InteractionsLike,
     SideFeatures,
     as_interactions,
 )
@@ -198,7 +196,7 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
 
     def fit(
         self,
-        X: Interactions | ObservedEntries | sp.spmatrix | sp.sparray | tuple,
+        X: InteractionsLike,
         y: ArrayLike | None = None,
         *,
         shape: tuple[int, int] | None = None,

@@ -51,8 +51,9 @@ import torch
 import torch.distributed as dist
 
 from .._core import InvalidParameterError
+from ..data import InteractionsLike
 from ..linalg import SparsePattern
-from .problem import AllPairsObjective, InteractionsLike, _Side
+from .problem import AllPairsObjective, _Side
 
 __all__ = ["DistributedAllPairsObjective", "run_distributed", "shard_bounds"]
 

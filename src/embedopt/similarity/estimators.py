@@ -29,7 +29,13 @@ from .._core import (
     resolve_fit_context,
     to_numpy,
 )
-from ..data import Interactions, SideFeatures, as_interactions, as_side_features
+from ..data import (
+    Interactions,
+    InteractionsLike,
+    SideFeatures,
+    as_interactions,
+    as_side_features,
+)
 from ..linalg import top_k_inner_products
 from ..nn import (
     FEATURE_TOWERS,
@@ -45,7 +51,6 @@ from .losses import LOSSES, LossLike
 from .problem import (
     AllPairsObjective,
     Imputation,
-    InteractionsLike,
     popularity_weights,
 )
 from .solvers import (

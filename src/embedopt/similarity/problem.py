@@ -42,14 +42,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 from numpy.typing import ArrayLike
 from torch import nn
 from torch.func import functional_call, jvp, vjp
 
 from .._core import DataValidationError, InvalidParameterError, Options, check_param
-from ..data import Interactions, ObservedEntries, as_interactions
+from ..data import InteractionsLike, as_interactions
 from ..linalg import SparsePattern, hutchinson_diagonal
 from ..linalg.points import as_tuple, pack
 from ..nn import EmbeddingTower
@@ -57,8 +56,6 @@ from .losses import LossLike, get_loss
 
 __all__ = ["AllPairsObjective", "dense_objective", "popularity_weights"]
 
-#: Pairs in any form :func:`~embedopt.data.as_interactions` takes.
-InteractionsLike = Interactions | ObservedEntries | sp.spmatrix | sp.sparray | tuple
 #: The imputed labels: a constant, or the factors ``(Ptilde, Qtilde)``.
 Imputation = float | tuple[ArrayLike | torch.Tensor, ArrayLike | torch.Tensor]
 
