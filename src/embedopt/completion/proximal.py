@@ -77,6 +77,16 @@ def default_mode_weights(shape: Sequence[int]) -> list[float]:
 
     Proportional to the ``1 / sqrt(I_d)`` of the scaled latent nuclear norm, and
     equal to Yao & Kwok's ``(1, 1, sqrt(m / 3))`` for m x m x 3 tensors.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        ``(I_1, ..., I_D)``, the tensor's size along each mode.
+
+    Returns
+    -------
+    list of float
+        One weight per mode; the largest mode gets 1.
     """
     big = max(shape)
     return [(big / i) ** 0.5 for i in shape]
