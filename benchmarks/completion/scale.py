@@ -17,6 +17,7 @@ m x n array is ever allocated (10^10 entries would need 40 GB in float32).
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -101,7 +102,7 @@ def bandwidth_gbps() -> float:
 def configure():
     """The command line (``--worker FILE``: the child process's run)."""
     p = _shared.parser(__doc__.split("\n\n")[0])
-    p.add_argument("--worker", default=None, help=argparse_hidden())
+    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     p.add_argument("--m", type=int, default=100_000)
     p.add_argument("--rank", type=int, default=10)
     p.add_argument("--sizes", type=float, nargs="*", default=None)
@@ -199,12 +200,6 @@ def main():
         rows.append(table_row(results[-1], bw))
         print(rows[-1], flush=True)
     report(args, bw, rows, results)
-
-
-def argparse_hidden():
-    import argparse
-
-    return argparse.SUPPRESS
 
 
 if __name__ == "__main__":

@@ -109,6 +109,21 @@ def test_exact_svd_baselines_refuse_power_method_options(data):
             solver(tr, lam=2.0, power_iters=2)
 
 
+def test_named_solvers_refuse_the_options_their_name_fixes(data):
+    # Before: TypeError "multiple values for keyword argument 'momentum'".
+    from embedopt.completion import ais_impute_exact, apg
+
+    tr, _ = data
+    calls = [
+        (soft_impute, {"momentum": "none"}, "'momentum'"),
+        (apg, {"svt": "exact"}, "'svt'"),
+        (ais_impute_exact, {"exact_svt": True}, "'exact_svt'"),
+    ]
+    for solver, option, name in calls:
+        with pytest.raises(InvalidParameterError, match=f"got {name}: the solver"):
+            solver(tr, lam=2.0, **option)
+
+
 def test_path_functions_check_the_options_they_pass_on(data):
     tr, va = data
     with pytest.raises(InvalidParameterError, match="'max_iter' parameter of lambda"):

@@ -23,7 +23,6 @@ from .._core import (
     as_array,
     check_is_fitted,
     check_memory,
-    resolve_fit_context,
     to_numpy,
     validate_params,
 )
@@ -165,9 +164,6 @@ class _CompletionEstimator(BaseEstimator):
                 f"{entries.shape}. Use MatrixCompletion for matrices."
             )
 
-    def _solver_options(self) -> dict:
-        return {name: getattr(self, name) for name in self._solve_parameters}
-
     def _check_loss(self) -> tuple[Loss, str]:
         """The loss, and the centering mode (``"auto"``: resolved in ``fit``)."""
         loss = get_loss(self.loss)
@@ -221,9 +217,8 @@ class _CompletionEstimator(BaseEstimator):
         -------
         self
         """
-        self._validate_params()
+        ctx = self._start_fit()
         loss, center = self._check_loss()
-        ctx = resolve_fit_context(self)
         entries = self._entries(X, y, shape)
         _check_size(type(self).__name__, entries.shape, ctx.device)
         loss.check_labels(entries.values)
@@ -258,7 +253,7 @@ class _CompletionEstimator(BaseEstimator):
             lambda_min_ratio=self.lambda_min_ratio,
             patience=self.patience,
             random_state=ctx.random_state,
-            **self._solver_options(),
+            **self._param_values(self._solve_parameters),
         )
         self.lam_ = fitted.lam
         self.path_ = None if fitted.path is None else fitted.path.summary()

@@ -661,7 +661,10 @@ def completion_problems(
     train: ObservedEntries,
     validation: ObservedEntries | None,
     refit: ObservedEntries | None = None,
-    **options,
+    *,
+    loss: str | Loss = "square",
+    device: DeviceLike = "auto",
+    dtype: DtypeLike = None,
 ) -> tuple[CompletionProblem, CompletionProblem | None]:
     """The problems a fit solves, on the centered scale: path (or solve) and refit.
 
@@ -673,13 +676,14 @@ def completion_problems(
         The problem that :func:`fit_path` solves (validation may be None).
     refit : ObservedEntries, optional
         The entries of the refit problem (see :func:`refit_entries`).
-    **options
-        ``loss``, ``device``, ``dtype`` of :class:`CompletionProblem`.
+    loss, device, dtype
+        As in :class:`CompletionProblem`.
 
     Returns
     -------
     problem, refit_problem : CompletionProblem, CompletionProblem or None
     """
+    options = {"loss": loss, "device": device, "dtype": dtype}
     held = None if validation is None else centering.transform(validation)
     problem = CompletionProblem(centering.transform(train), validation=held, **options)
     if refit is None:

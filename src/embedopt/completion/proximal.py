@@ -33,14 +33,12 @@ from .._core import (
     PROGRESS_CONSTRAINTS,
     Interval,
     InvalidParameterError,
-    Options,
     RandomStateLike,
     resolve_random_state,
     validate_params,
 )
 from ..linalg import SparsePlusLowRank
 from ..optim import (
-    MOMENTUM,
     GeometricContinuation,
     IterationState,
     SolverResult,
@@ -79,6 +77,16 @@ def default_mode_weights(shape: Sequence[int]) -> list[float]:
 
     Proportional to the ``1 / sqrt(I_d)`` of the scaled latent nuclear norm, and
     equal to Yao & Kwok's ``(1, 1, sqrt(m / 3))`` for m x m x 3 tensors.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        ``(I_1, ..., I_D)``, the tensor's size along each mode.
+
+    Returns
+    -------
+    list of float
+        One weight per mode; the largest mode gets 1.
     """
     big = max(shape)
     return [(big / i) ** 0.5 for i in shape]
@@ -442,9 +450,10 @@ _COMMON_CONSTRAINTS = {
     "adaptive_rank": ["boolean"],
     **PROGRESS_CONSTRAINTS,
     "random_state": ["random_state"],
-    "exact_svt": ["boolean"],
-    "momentum": [Options(MOMENTUM)],
 }
+
+#: Options of :func:`proximal_completion` that a named solver fixes.
+_CONFIGURATION = ("svt", "momentum", "exact_svt", "name")
 
 
 #: Options of each solve that the path functions pass through.
@@ -503,6 +512,14 @@ def _run(
     ``solver`` is a canonical name of :data:`_METHODS`; ``options`` are the
     keyword options of :func:`proximal_completion`.
     """
+    fixed = [key for key in _CONFIGURATION if key in options]
+    if fixed:
+        raise InvalidParameterError(
+            f"{solver} got {', '.join(map(repr, fixed))}: the solver's name fixes "
+            "its SVT and momentum. Pick the solver that has them (ais_impute, "
+            "ais_impute_exact, soft_impute, apg), or call proximal_completion "
+            "to set them."
+        )
     validate_params(solver, dict(lam=lam, **options), _COMMON_CONSTRAINTS)
     _check_init(init, solver)
     problem = _as_problem(

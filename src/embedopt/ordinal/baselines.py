@@ -64,7 +64,6 @@ from .problem import (
     setup_options,
 )
 from .solvers import (
-    _SGD_OWN,
     DEFAULT_BATCH_SIZE,
     DEFAULT_INIT_SCALE,
     SOLVERS,
@@ -74,6 +73,12 @@ from .solvers import (
 )
 
 __all__ = ["batch_gd", "projected_gd", "sgd", "svrg"]
+
+#: Constraints of the ordinal-level options of sgd / batch_gd.
+_SGD_OWN = {
+    "learning_rate_decay": [Interval(float, 0, None)],
+    "update_frequency": [Interval(int, 1, None), None],
+}
 
 
 def svrg(
@@ -282,7 +287,7 @@ def projected_gd(
     rank: int | None = None,
     learning_rate: float | Literal["auto"] = "auto",
     update_frequency: int | None = None,
-    init_scale: float = 0.1,
+    init_scale: float = DEFAULT_INIT_SCALE,
     n_objects: int | None = None,
     validation: Comparisons | ArrayLike | None = None,
 ) -> SolverResult:

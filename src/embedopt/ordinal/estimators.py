@@ -47,6 +47,7 @@ _SOLVER_PARAMS = {
         "relative_epsilon",
         "batch_size",
         "update_frequency",
+        "learning_rate",
         "output",
     ),
     "svrg_sbb_pl": (
@@ -54,13 +55,14 @@ _SOLVER_PARAMS = {
         "relative_epsilon",
         "batch_size",
         "update_frequency",
+        "learning_rate",
         "output",
         "module_epochs",
     ),
-    "svrg": ("batch_size", "update_frequency", "output"),
-    "sgd": ("batch_size", "update_frequency", "learning_rate_decay"),
-    "gd": ("update_frequency",),
-    "cvx": ("update_frequency",),
+    "svrg": ("batch_size", "update_frequency", "learning_rate", "output"),
+    "sgd": ("batch_size", "update_frequency", "learning_rate", "learning_rate_decay"),
+    "gd": ("update_frequency", "learning_rate"),
+    "cvx": ("update_frequency", "learning_rate"),
     "lbfgs": (),
 }
 
@@ -356,8 +358,6 @@ class OrdinalEmbedding(BaseEstimator):
             update_frequency=self.update_frequency,
         )
         kwargs = {**ctx.run_options(self, dtype=defaults.pop("dtype")), **defaults}
-        if solver != "lbfgs":
-            kwargs["learning_rate"] = self.learning_rate
         own = self._param_values(_SOLVER_PARAMS[solver])
         kwargs.update({k: v for k, v in own.items() if k not in defaults})
         return kwargs

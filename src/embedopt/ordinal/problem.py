@@ -454,6 +454,28 @@ def setup(
 
     ``factored=False`` (the convex Gram-matrix solver) admits an init whose
     rows are all equal: G = 0 is no stationary point of the convex problem.
+
+    Parameters
+    ----------
+    comparisons : Comparisons or array-like of int, shape (m, 3) or (m, 4)
+    n_components : int
+        p, the embedding dimension.
+    loss, n_objects, init, init_scale, validation, random_state, device, dtype
+        The solver's parameters of those names (see
+        :func:`~embedopt.ordinal.svrg_sbb`; :func:`setup_options` collects
+        them).
+    owner : str
+        The solver, named in error messages.
+    factored : bool
+        False for the Gram-matrix solver (see above).
+
+    Returns
+    -------
+    _Setup
+        ``problem`` (the :class:`OrdinalProblem` on the device), ``x0`` (the
+        start, n_objects x p), ``rs`` (the resolved random state) and
+        ``evaluate`` (the held-out error tracker, None without
+        ``validation``).
     """
     _check_n_components(n_components, owner)
     comps = as_comparisons(comparisons, n_objects=n_objects, owner=owner)

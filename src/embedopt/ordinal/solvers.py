@@ -296,13 +296,6 @@ def lbfgs_threads(problem: OrdinalProblem) -> int | None:
 
 
 # -- shared pieces of the stochastic solvers (also used by the baselines) --------------
-#: Constraints of the ordinal-level options of sgd / batch_gd.
-_SGD_OWN = {
-    "learning_rate_decay": [Interval(float, 0, None)],
-    "update_frequency": [Interval(int, 1, None), None],
-}
-
-
 #: Solver names of svrg_sbb's step rules (progress, warnings).
 _SVRG_NAMES = {"sbb": "SVRG-SBB", "bb": "SVRG-BB", "constant": "SVRG"}
 
