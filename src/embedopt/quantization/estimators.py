@@ -27,7 +27,7 @@ from ..optim import IterationState
 from .codebooks import adc_search, decode, lloyd, split
 from .problem import as_vectors
 from .rotation_learners import ROTATIONS
-from .solvers import SOLVER_CONSTRAINTS, fit_product_quantizer, rotation_name
+from .solvers import SOLVER_CONSTRAINTS, fit_product_quantizer
 
 __all__ = ["ROTATIONS", "ProductQuantizer"]
 
@@ -241,7 +241,9 @@ class ProductQuantizer(BaseEstimator):
         self._store_quantizer(result.x.rotation, result.x.codebooks)
         self.distortion_ = result.info["distortion"]
         self._store_result(
-            result, solver=rotation_name(self.rotation), objective=self.distortion_
+            result,
+            solver=ROTATIONS.resolve_name(self.rotation),
+            objective=self.distortion_,
         )
         return self
 
