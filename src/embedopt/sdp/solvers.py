@@ -37,6 +37,7 @@ import torch
 from numpy.typing import ArrayLike
 
 from .._core import (
+    PROGRESS_CONSTRAINTS,
     DeviceLike,
     DtypeLike,
     Interval,
@@ -100,8 +101,7 @@ _COMMON = {
     "random_state": ["random_state"],
     "device": ["device", None],
     "dtype": ["dtype", None],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **PROGRESS_CONSTRAINTS,
     "target": [Interval(float, None, None), None],
     "time_limit": [Interval(float, 0, None, closed="neither"), None],
     "init_scale": [Interval(float, 0, None, closed="neither")],
