@@ -563,9 +563,13 @@ def _checked_laplacian(matrix, n: int) -> sp.csr_matrix:
         )
     csr = sp.csr_matrix(matrix, dtype=np.float64)
     if not np.all(np.isfinite(csr.data)):
-        raise DataValidationError("laplacian has NaN or infinite entries.")
+        raise DataValidationError(
+            "laplacian has NaN or infinite entries; build it from finite weights."
+        )
     if abs(csr - csr.T).max() > 1e-10 * max(abs(csr).max(), 1.0):
-        raise DataValidationError("laplacian must be symmetric.")
+        raise DataValidationError(
+            "laplacian must be symmetric; pass (L + L.T) / 2 for a directed graph's L."
+        )
     return csr
 
 
