@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .._core import InvalidParameterError
+from .._core import Options, check_param
 from .problem import FactorGradient, FactorProblem
 
 __all__ = ["GammaEstimate", "estimate_gamma"]
@@ -122,11 +122,7 @@ def estimate_gamma(
     -------
     GammaEstimate
     """
-    if rule not in ("auto", "eq17"):
-        raise InvalidParameterError(
-            f"The 'rule' parameter of estimate_gamma must be a str among "
-            f"{{'auto', 'eq17'}}. Got {rule!r}."
-        )
+    check_param("estimate_gamma", "rule", rule, [Options(["auto", "eq17"])])
     if gradient is None:
         gradient = problem.gradient(X, Y)
     if vector is None:
