@@ -704,7 +704,8 @@ def sample_pairs(
             kind = "must-link" if want_same else "cannot-link"
             raise DataValidationError(
                 f"Only {available} {kind} pairs exist among these labels; asked for "
-                f"n_pairs={n_pairs}."
+                f"n_pairs={n_pairs}. Lower n_pairs to at most {available}, or give "
+                "the pairs themselves."
             )
         keys = np.zeros(0, dtype=np.int64)
         # Rejection sampling of uniform pairs; a few rounds suffice unless a
