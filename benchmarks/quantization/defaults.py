@@ -269,17 +269,15 @@ def _row_note(note: str, peer_ok: bool) -> str:
     """A dataset's note, plus what makes its times or its peer column odd."""
     import torch
 
-    row_note = note
+    parts = [note] if note else []
     if torch.get_num_threads() != 1:
         # Oversubscribed OpenMP threads on a loaded machine slow torch
         # down several-fold (7.8 s instead of 1.6 s for the quick patches
         # row with 2 threads): say so next to the times.
-        row_note = (note + "; " if note else "") + (
-            f"torch on {torch.get_num_threads()} threads"
-        )
+        parts.append(f"torch on {torch.get_num_threads()} threads")
     if not peer_ok:
-        row_note = (note + "; " if note else "") + "faiss not installed"
-    return row_note
+        parts.append("faiss not installed")
+    return "; ".join(parts)
 
 
 def _markdown(table: list[dict]) -> str:

@@ -56,3 +56,15 @@ def test_nearest_neighbor_accuracy_against_a_loop():
         nearest_neighbor_accuracy(E[:1], y[:1])
     with pytest.raises(DataValidationError, match="same n"):
         nearest_neighbor_accuracy(E, y[:5])
+
+
+def test_nearest_neighbor_accuracy_refuses_a_distance_matrix_beyond_memory(
+    monkeypatch,
+):
+    from embedopt._core import memory
+
+    monkeypatch.setattr(memory, "device_memory", lambda device: 2**20)  # 1 MiB
+    E, y = np.zeros((300, 2)), np.arange(300) % 2  # 2 x 300^2 float64: 1.4 MB
+    with pytest.raises(DataValidationError, match=r"300 x 300 distance matrix"):
+        nearest_neighbor_accuracy(E, y)
+    assert nearest_neighbor_accuracy(E[:100], y[:100]) >= 0.0  # 160 kB fit

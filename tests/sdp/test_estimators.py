@@ -9,7 +9,7 @@ import pytest
 
 from embedopt._core import DataValidationError, InvalidParameterError, NotFittedError
 from embedopt.data import load_libsvm
-from embedopt.metrics import rand_index
+from embedopt.metrics import nearest_neighbor_accuracy, rand_index
 from embedopt.sdp import ColoredMVU, KernelLearning, NPKLProblem, knn_laplacian
 from tests.conftest import data_dir, requires_dataset
 
@@ -112,13 +112,6 @@ def test_disconnected_graph_warns():
         KernelLearning(2, n_neighbors=2, max_iter=5, tol=0.5).fit(X, y=y)
 
 
-def _rand_index(a, b):
-    same_a = a[:, None] == a[None, :]
-    same_b = b[:, None] == b[None, :]
-    n = len(a)
-    return ((same_a == same_b).sum() - n) / (n * (n - 1))
-
-
 @requires_dataset("libsvm-adult")
 def test_a1a_smoke():
     # 400 rows of a1a, the paper's protocol in miniature (Sec. 5.1)
@@ -131,16 +124,10 @@ def test_a1a_smoke():
     assert np.isfinite(est.objective_)
     assert est.stop_reason_ == "tol"
     # measured 0.77 (0.91 with lam=0.1); the paper's 98 % is the benchmark's goal
-    assert _rand_index(est.cluster(2), y) > 0.7
+    assert rand_index(est.cluster(2), y) > 0.7
 
 
 # -- ColoredMVU ---------------------------------------------------------------------
-def _loo_1nn_accuracy(E, y):
-    D = ((E[:, None] - E[None]) ** 2).sum(-1)
-    np.fill_diagonal(D, np.inf)
-    return float((y[D.argmin(1)] == y).mean())
-
-
 def test_colored_mvu_separates_three_classes():
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1, 2], 15)
@@ -150,7 +137,7 @@ def test_colored_mvu_separates_three_classes():
         est = ColoredMVU(2, max_iter=300, random_state=0).fit(X, y)
     E = est.embedding_
     assert E.shape == (45, 2)
-    assert _loo_1nn_accuracy(E, y) >= 0.95
+    assert nearest_neighbor_accuracy(E, y) >= 0.95
     np.testing.assert_allclose(E.mean(0), 0.0, atol=1e-8)  # centered
     assert E[:, 0].var() >= E[:, 1].var()  # principal axes
     assert np.isfinite(est.objective_) and est.n_iter_ == len(est.history_["objective"])
@@ -256,8 +243,6 @@ def test_score_is_the_rand_index_of_the_clustering():
 
 
 def test_colored_mvu_score_is_the_1nn_accuracy():
-    from embedopt.metrics import nearest_neighbor_accuracy
-
     X, y = _blobs()
     est = ColoredMVU(2, n_neighbors=4, max_iter=300, random_state=0).fit(X, y)
     assert est.score(X, y) == nearest_neighbor_accuracy(est.embedding_, y)

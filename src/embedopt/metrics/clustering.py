@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 from numpy.typing import ArrayLike
 
-from .._core import DataValidationError, as_array
+from .._core import DataValidationError, as_array, check_memory
 
 __all__ = ["nearest_neighbor_accuracy", "rand_index"]
 
@@ -89,7 +90,8 @@ def nearest_neighbor_accuracy(embedding: ArrayLike, labels: ArrayLike) -> float:
     Raises
     ------
     DataValidationError
-        Fewer than 2 patterns, or labels of another length.
+        Fewer than 2 patterns, labels of another length, or an n x n
+        distance matrix larger than the memory.
 
     Examples
     --------
@@ -104,6 +106,15 @@ def nearest_neighbor_accuracy(embedding: ArrayLike, labels: ArrayLike) -> float:
             f"embedding and labels must describe the same n >= 2 patterns; got "
             f"{len(E)} rows and {len(y)} labels."
         )
+    n = len(E)
+    # the distances and the Gram matrix they are computed from, float64
+    check_memory(
+        "nearest_neighbor_accuracy",
+        2 * 8.0 * n * n,
+        torch.device("cpu"),
+        f"the {n} x {n} distance matrix",
+        hint="Score a random sample of the patterns.",
+    )
     sq = (E * E).sum(1)
     d2 = sq[:, None] + sq[None, :] - 2 * E @ E.T
     np.fill_diagonal(d2, np.inf)

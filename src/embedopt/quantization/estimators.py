@@ -27,7 +27,7 @@ from ..optim import IterationState
 from .codebooks import adc_search, decode, lloyd, split
 from .problem import as_vectors
 from .rotation_learners import ROTATIONS
-from .solvers import SOLVER_CONSTRAINTS, fit_product_quantizer, rotation_name
+from .solvers import SOLVER_CONSTRAINTS, fit_product_quantizer
 
 __all__ = ["ROTATIONS", "ProductQuantizer"]
 
@@ -241,7 +241,9 @@ class ProductQuantizer(BaseEstimator):
         self._store_quantizer(result.x.rotation, result.x.codebooks)
         self.distortion_ = result.info["distortion"]
         self._store_result(
-            result, solver=rotation_name(self.rotation), objective=self.distortion_
+            result,
+            solver=ROTATIONS.resolve_name(self.rotation),
+            objective=self.distortion_,
         )
         return self
 
@@ -275,13 +277,17 @@ class ProductQuantizer(BaseEstimator):
         -------
         numpy.ndarray of uint8 (K <= 256) or uint16, shape (m, M)
         """
-        Xt = self._vectors(X)
+        codes = self._encode(self._vectors(X))
+        return to_numpy(codes).astype(_codes_dtype(self.n_centroids))
+
+    def _encode(self, Xt: torch.Tensor) -> torch.Tensor:
+        # The codes of checked vectors, on the fitting device.
         _, codes, _, _ = lloyd(
             split(Xt @ self.rotation_tensor_, self.n_subquantizers),
             self.codebooks_tensor_,
             0,
         )
-        return to_numpy(codes).astype(_codes_dtype(self.n_centroids))
+        return codes
 
     def _codes(self, codes) -> torch.Tensor:
         check_is_fitted(self, "codebooks_tensor_")
@@ -344,7 +350,8 @@ class ProductQuantizer(BaseEstimator):
         float
         """
         Xt = self._vectors(X)
-        rec = torch.as_tensor(self.transform(Xt), device=Xt.device)
+        # encode and decode on the device: X checked once, no NumPy round trip
+        rec = decode(self._encode(Xt), self.codebooks_tensor_) @ self.rotation_tensor_.T
         return float(((Xt - rec).double() ** 2).sum(1).mean())
 
     def score(self, X: ArrayLike | torch.Tensor, y: ArrayLike | None = None) -> float:

@@ -69,7 +69,6 @@ __all__ = [
     "get_solver",
     "givens_descent",
     "rotated_pq",
-    "rotation_name",
 ]
 
 #: Codebook seeding rules by name (``"k-means++"`` is spelled ``"k_means++"``
@@ -490,25 +489,6 @@ def fit_product_quantizer(
     )
     info = {**result.info, "codes": codes, "distortion": final}
     return replace(result, x=RotatedPQ(R, cb), info=info)
-
-
-def rotation_name(rotation: str) -> str:
-    """The registry name of a rotation method (``"gcd-g"`` -> ``"gcd_g"``).
-
-    What :class:`~embedopt.quantization.ProductQuantizer` stores as
-    ``solver_``: the rotation step that ran, under the name
-    :data:`~.rotation_learners.ROTATIONS` lists it by.
-
-    Parameters
-    ----------
-    rotation : str
-        Any accepted spelling of a name of ``ROTATIONS``.
-
-    Returns
-    -------
-    str
-    """
-    return ROTATIONS.resolve_name(rotation)
 
 
 def _run_options(max_iter, tol, verbose, callback, n_subquantizers, n_centroids):

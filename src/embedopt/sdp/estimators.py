@@ -117,8 +117,9 @@ def _check_rank(estimator, n: int) -> None:
 
 
 def _start(estimator, X):
-    """The prologue of both fits: checked parameters and context, the features
-    as a tensor, their number n, and n_components checked against it."""
+    """The prologue of both fits: checked parameters and context, the checked
+    float64 features (a NumPy array), their number n, and n_components checked
+    against it."""
     ctx = estimator._start_fit()
     feats = _features(X)
     n = feats.shape[0]

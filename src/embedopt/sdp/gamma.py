@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import torch
 
-from .._core import InvalidParameterError
+from .._core import Options, check_param
 from .problem import FactorGradient, FactorProblem
 
 __all__ = ["GammaEstimate", "estimate_gamma"]
+
+#: (fewest, most) power iterations of the ``||G||_2`` estimate from a cold
+#: start and from the previous half-step's vector (AAGD's fused estimate in
+#: :mod:`embedopt.sdp.solvers` follows the same counts).
+_COLD_POWER_ITER = (5, 20)
+_WARM_POWER_ITER = (1, 10)
 
 
 class GammaEstimate:
@@ -122,18 +128,14 @@ def estimate_gamma(
     -------
     GammaEstimate
     """
-    if rule not in ("auto", "eq17"):
-        raise InvalidParameterError(
-            f"The 'rule' parameter of estimate_gamma must be a str among "
-            f"{{'auto', 'eq17'}}. Got {rule!r}."
-        )
+    check_param("estimate_gamma", "rule", rule, [Options(["auto", "eq17"])])
     if gradient is None:
         gradient = problem.gradient(X, Y)
     if vector is None:
         vector = _generic_start(X)
-        min_iter, max_iter = 5, 20
+        min_iter, max_iter = _COLD_POWER_ITER
     else:
-        min_iter, max_iter = 1, 10
+        min_iter, max_iter = _WARM_POWER_ITER
     g_norm, vector = _power_norm(gradient, vector, min_iter, max_iter, power_tol)
     return _gamma_from_norm(problem, X, Y, g_norm, rule, margin, floor, vector)
 

@@ -207,10 +207,11 @@ def knn_pairs(
     """
     feats = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
     # unit heat-kernel weights (t = inf): no weight underflows, so the sparsity
-    # pattern of the Laplacian is exactly the kNN graph
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # connectivity handled below
-        lap = knn_laplacian(feats, n_neighbors, bandwidth=np.inf, device=device)
+    # pattern of the Laplacian is exactly the kNN graph; its connectivity is
+    # handled below
+    lap = knn_laplacian(
+        feats, n_neighbors, bandwidth=np.inf, device=device, warn_disconnected=False
+    )
     upper = sp.triu(lap, k=1).tocoo()
     edges = [np.stack([upper.row, upper.col], 1).astype(np.int64)]
     n = feats.shape[0]

@@ -290,8 +290,8 @@ class NPKLProblem(_PairProblem):
         self.laplacian = None
         lap_csr = None
         if laplacian is not None and self.lam != 0:
-            self.laplacian = _to_torch_csr(laplacian, self.n, self.device, dtype)
-            lap_csr = sp.csr_matrix(laplacian, dtype=np.float64)
+            lap_csr = _checked_laplacian(laplacian, self.n)
+            self.laplacian = _to_torch_csr(lap_csr, self.device, dtype)
         self._fused = _fused_pattern(
             pairs, lap_csr, self.lam, self.n, self.device, dtype
         )
@@ -548,7 +548,9 @@ def _fused_pattern(pairs: np.ndarray, lap, lam: float, n: int, device, dtype):
     )
 
 
-def _to_torch_csr(matrix, n: int, device, dtype) -> torch.Tensor:
+def _checked_laplacian(matrix, n: int) -> sp.csr_matrix:
+    """``matrix`` as a float64 scipy CSR matrix, checked: sparse, (n, n),
+    finite and symmetric."""
     if not sp.issparse(matrix):
         raise DataValidationError(
             "laplacian must be a scipy.sparse matrix of shape (n, n); got "
@@ -561,14 +563,22 @@ def _to_torch_csr(matrix, n: int, device, dtype) -> torch.Tensor:
         )
     csr = sp.csr_matrix(matrix, dtype=np.float64)
     if not np.all(np.isfinite(csr.data)):
-        raise DataValidationError("laplacian has NaN or infinite entries.")
+        raise DataValidationError(
+            "laplacian has NaN or infinite entries; build it from finite weights."
+        )
     if abs(csr - csr.T).max() > 1e-10 * max(abs(csr).max(), 1.0):
-        raise DataValidationError("laplacian must be symmetric.")
+        raise DataValidationError(
+            "laplacian must be symmetric; pass (L + L.T) / 2 for a directed graph's L."
+        )
+    return csr
+
+
+def _to_torch_csr(csr: sp.csr_matrix, device, dtype) -> torch.Tensor:
     return csr_tensor(
         torch.as_tensor(csr.indptr, dtype=torch.int64),
         torch.as_tensor(csr.indices, dtype=torch.int64),
         torch.as_tensor(csr.data, dtype=dtype),
-        (n, n),
+        csr.shape,
     ).to(device)
 
 
@@ -694,7 +704,8 @@ def sample_pairs(
             kind = "must-link" if want_same else "cannot-link"
             raise DataValidationError(
                 f"Only {available} {kind} pairs exist among these labels; asked for "
-                f"n_pairs={n_pairs}."
+                f"n_pairs={n_pairs}. Lower n_pairs to at most {available}, or give "
+                "the pairs themselves."
             )
         keys = np.zeros(0, dtype=np.int64)
         # Rejection sampling of uniform pairs; a few rounds suffice unless a

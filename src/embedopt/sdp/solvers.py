@@ -37,6 +37,7 @@ import torch
 from numpy.typing import ArrayLike
 
 from .._core import (
+    PROGRESS_CONSTRAINTS,
     DeviceLike,
     DtypeLike,
     Interval,
@@ -58,6 +59,8 @@ from ..optim import (
     lbfgs,
 )
 from .gamma import (
+    _COLD_POWER_ITER,
+    _WARM_POWER_ITER,
     GammaEstimate,
     _gamma_from_norm,
     _generic_start,
@@ -100,8 +103,7 @@ _COMMON = {
     "random_state": ["random_state"],
     "device": ["device", None],
     "dtype": ["dtype", None],
-    "verbose": [Interval(int, 0, None), "boolean"],
-    "callback": ["callable", None],
+    **PROGRESS_CONSTRAINTS,
     "target": [Interval(float, None, None), None],
     "time_limit": [Interval(float, 0, None, closed="neither"), None],
     "init_scale": [Interval(float, 0, None, closed="neither")],
@@ -466,12 +468,14 @@ class _PairAAGDState:
         est = float(Gv.norm())
         v = Gv / max(est, tiny)
         prev = self.norm[block]
-        if prev is None:  # cold start: 5 to 20 iterations, as estimate_gamma
-            for _ in range(3):
+        # the fused product was the first iteration; _settle runs at least one
+        if prev is None:  # cold start: as many as estimate_gamma's
+            fewest, most = _COLD_POWER_ITER
+            for _ in range(fewest - 2):
                 est, v = step(v)
-            est, v = _settle(step, est, v, 16, self.power_tol)
-        elif abs(est - prev) > self.power_tol * est:  # warm: at most 10
-            est, v = _settle(step, est, v, 9, self.power_tol)
+            est, v = _settle(step, est, v, most - fewest + 1, self.power_tol)
+        elif abs(est - prev) > self.power_tol * est:  # warm: at most as many
+            est, v = _settle(step, est, v, _WARM_POWER_ITER[1] - 1, self.power_tol)
         self.vector[block], self.norm[block] = v, est
         return est
 
