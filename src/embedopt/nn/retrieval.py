@@ -182,21 +182,9 @@ class RetrievalMixin:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k positions in ``candidates`` (None: all items) of each query.
 
-        Parameters
-        ----------
-        queries : torch.Tensor, shape (b, k)
-        k : int
-            At most the number of candidates.
-        exclude : scipy.sparse.csr_matrix, shape (b, n_candidates), optional
-            Nonzeros of row q are positions never returned for query q.
-        candidates : numpy.ndarray of int64, optional
-            The items to rank (unique); None ranks every item.
-
-        Returns
-        -------
-        ids, scores : numpy.ndarray, shape (b, k)
-            Positions among the candidates (-1 pads) and their scores (-inf
-            pads).
+        The hook an index overrides. Arguments as in :meth:`_top_k`, except
+        that ``exclude`` has one column per candidate and the returned ids
+        are positions among the candidates (-1 pads), not item ids.
         """
         vectors = self._item_vectors(candidates)
         return top_k_inner_products(queries, vectors, k, exclude=exclude)

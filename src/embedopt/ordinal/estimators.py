@@ -41,24 +41,17 @@ from .solvers import (
 __all__ = ["OrdinalEmbedding"]
 
 # Which estimator parameters each solver takes besides the common ones.
+_SBB_PARAMS = (
+    "epsilon",
+    "relative_epsilon",
+    "batch_size",
+    "update_frequency",
+    "learning_rate",
+    "output",
+)
 _SOLVER_PARAMS = {
-    "svrg_sbb": (
-        "epsilon",
-        "relative_epsilon",
-        "batch_size",
-        "update_frequency",
-        "learning_rate",
-        "output",
-    ),
-    "svrg_sbb_pl": (
-        "epsilon",
-        "relative_epsilon",
-        "batch_size",
-        "update_frequency",
-        "learning_rate",
-        "output",
-        "module_epochs",
-    ),
+    "svrg_sbb": _SBB_PARAMS,
+    "svrg_sbb_pl": (*_SBB_PARAMS, "module_epochs"),
     "svrg": ("batch_size", "update_frequency", "learning_rate", "output"),
     "sgd": ("batch_size", "update_frequency", "learning_rate", "learning_rate_decay"),
     "gd": ("update_frequency", "learning_rate"),
