@@ -20,6 +20,7 @@ from embedopt.similarity import (
     run_distributed,
     shard_bounds,
 )
+from tests.conftest import fast_start_method
 
 from ._common import M, N, make
 
@@ -137,7 +138,7 @@ def two_processes(one_process):
     # One launch for every check, forked after one_process has run the same
     # code here: spawned processes would import torch again and forked ones
     # would warm up torch.func again (seconds each).
-    return run_distributed(_worker, 2, threads=1, start_method="fork")
+    return run_distributed(_worker, 2, threads=1, start_method=fast_start_method())
 
 
 def _rel(a, b) -> float:
@@ -239,6 +240,12 @@ def test_run_distributed_refuses_bad_parameters():
         run_distributed(print, 1, start_method="thread")
 
 
+def test_run_distributed_refuses_fork_after_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    with pytest.raises(InvalidParameterError, match="start_method='spawn'"):
+        run_distributed(print, 1, start_method="fork")
+
+
 def test_is_an_all_pairs_objective():
     assert issubclass(DistributedAllPairsObjective, AllPairsObjective)
 
@@ -250,7 +257,9 @@ def _oracles_only():
 @pytest.mark.parametrize("world_size", [3, 4])
 def test_more_processes_match_one_and_each_other(one_process, world_size):
     # Uneven shards of every size down to one entity (N = 5 items over 4).
-    results = run_distributed(_oracles_only, world_size, threads=1, start_method="fork")
+    results = run_distributed(
+        _oracles_only, world_size, threads=1, start_method=fast_start_method()
+    )
     for config in CONFIGS:
         single = one_process[config]
         first = results[0][config]

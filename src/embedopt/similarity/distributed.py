@@ -483,6 +483,13 @@ def run_distributed(
             "The 'start_method' parameter of run_distributed must be 'spawn', "
             f"'fork' or 'forkserver'. Got {start_method!r}."
         )
+    if start_method == "fork" and torch.cuda.is_initialized():
+        # the children would die with "CUDA error: initialization error" or
+        # autograd's fork error, far from the cause
+        raise InvalidParameterError(
+            "run_distributed(start_method='fork') cannot start processes from "
+            "one that has initialized CUDA; use start_method='spawn'."
+        )
     if threads is None:
         threads = max(1, (os.cpu_count() or 1) // world_size)
     import torch.multiprocessing as mp

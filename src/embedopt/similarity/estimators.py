@@ -92,8 +92,9 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         sum of both, an id embedding plus an MLP of the features
         (:class:`~embedopt.nn.SumTower`); ``"auto"``:
         ``"hybrid"`` when that side has features, else ``"embedding"``. A
-        module is used as is: it receives the ids (int64) of a batch of
-        entities and returns their (batch, k) embeddings.
+        module is used as is (trained in place), moved to the estimator's
+        ``device`` first: it receives the ids (int64) of a batch of entities
+        and returns their (batch, k) embeddings.
     hidden : int
         Hidden width of the built-in MLP towers.
     loss : {"square", "logistic"} or loss object
@@ -375,7 +376,9 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
 
     def _tower(self, spec, n: int, features, ctx, side: str) -> nn.Module:
         if isinstance(spec, nn.Module):
-            return spec
+            # a module built on the CPU (the default of torch and build_tower)
+            # meets ids on the fit's device; Module.to moves it in place
+            return spec.to(device=ctx.device)
         if spec == "auto":
             spec = "hybrid" if features is not None else "embedding"
         if spec in FEATURE_TOWERS and features is None:
