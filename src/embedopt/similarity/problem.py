@@ -639,7 +639,7 @@ def _sample_weight(w, order: np.ndarray, owner: str, device) -> torch.Tensor | N
         at = int(np.argmax(bad))
         raise DataValidationError(
             f"sample_weight of {owner} must be finite and >= 0; pair {at} has "
-            f"{arr[at]!r}. Drop the pair, or give it weight 0."
+            f"{float(arr[at])}. Drop the pair, or give it weight 0."
         )
     if not arr.any():
         raise DataValidationError(
