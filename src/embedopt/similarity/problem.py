@@ -16,17 +16,18 @@ with S the unobserved pairs (the paper's eq. 7, ``imputed="unobserved"``) or
 all m n pairs (``imputed="all"``). The sum over S is computed from k x k
 Gramians (eq. 13-14) and, for ``"unobserved"``, minus its terms on O (eq.
 10-11), so that every oracle costs ``O(|O| k + (m + n) k^2 + m F(f) + n
-F(g))``. The confidences ``w`` (iALS's ``1 + alpha r``, Hu et al., 2008)
-multiply the observed-pair loss only: the Gramian terms and their
-correction on O do not see them, and the observed parts of the value,
-gradient and Gauss-Newton product (``l``, ``l'``, ``l''`` on O) are
-multiplied by ``w`` pair by pair, at no extra order of cost:
+F(g))``:
 
 - value: one forward pass of each tower;
 - gradient (Algorithm 1, eq. 27): plus one reverse pass (vector-Jacobian
   product) of each tower with cotangents ``X_P``, ``X_Q``;
 - Gauss-Newton product (Sec. 3.4): one forward-mode pass (Jacobian-vector
   product) and one reverse pass of each tower.
+
+The confidences ``w`` (iALS's ``1 + alpha r``, Hu et al., 2008) multiply the
+observed-pair loss only: the Gramian terms and their correction on O do not
+see them, and the observed parts of the three oracles (``l``, ``l'``,
+``l''`` on O) are multiplied by ``w`` pair by pair, ``O(|O|)`` more work.
 
 The regularizer Psi of eq. 5 is ``||theta||^2 / 2`` (twice differentiable,
 strongly convex, as the paper asks); users wanting another can add it to
@@ -228,6 +229,9 @@ class AllPairsObjective:
         ``(m, n)``.
     n_observed : int
         ``|O|``.
+    sample_weight : torch.Tensor or None
+        The confidences w (float64) of the observed pairs sorted by user,
+        then item; None when none were given.
 
     Notes
     -----
