@@ -403,3 +403,11 @@ def test_bad_weights_are_refused(case):
             (users, items),
             sample_weight=w,
         )
+
+
+def test_weighted_als_with_enough_cg_steps_is_exact_weighted_als():
+    obj, _, _ = make("table", sample_weight="random")
+    x0 = obj.initial_point()
+    exact = als(obj, x0, max_iter=3, tol=0)
+    cg = als(obj, x0, max_iter=3, tol=0, cg_steps=6 * K)
+    assert _rel(cg.x, exact.x) < 1e-10
