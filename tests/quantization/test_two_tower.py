@@ -192,7 +192,7 @@ def test_sample_weight_is_refused_with_a_way_out():
     # before any work, naming the resampling alternative and TwoTowerModel.
     u, i = _pairs()
     model = TwoTowerRetrieval(random_state=0, device="cpu", **SMALL)
-    with pytest.raises(InvalidParameterError, match="p=w / w.sum") as err:
+    with pytest.raises(InvalidParameterError, match=r"p=w / w\.sum") as err:
         model.fit((u, i), sample_weight=np.ones(len(u)))
     assert "TwoTowerModel" in str(err.value)
     assert not hasattr(model, "net_")
