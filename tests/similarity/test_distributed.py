@@ -37,10 +37,19 @@ GAUSS_NEWTON = dict(
 NEWTON = dict(use="gauss_newton", damping=1.0, max_iter=2, tol=0.0, cg_max_iter=4)
 
 
-def _distributed(loss, imputed, chunk_size, *, shift=0.0, dtype=torch.float64):
+def _distributed(
+    loss, imputed, chunk_size, *, shift=0.0, dtype=torch.float64, sample_weight=None
+):
     """The configuration of ``make`` as a DistributedAllPairsObjective, its user
     tower's parameters moved by ``shift`` before construction."""
-    obj, prob, ref = make("mlp", loss, imputed, chunk_size=chunk_size, dtype=dtype)
+    obj, prob, ref = make(
+        "mlp",
+        loss,
+        imputed,
+        chunk_size=chunk_size,
+        dtype=dtype,
+        sample_weight=sample_weight,
+    )
     su, sv = obj.sides
     with torch.no_grad():
         for p in su.tower.parameters():
@@ -57,6 +66,7 @@ def _distributed(loss, imputed, chunk_size, *, shift=0.0, dtype=torch.float64):
         imputed=imputed,
         lam=ref["lam"],
         chunk_size=chunk_size,
+        sample_weight=prob["sample_weight"],
     )
 
 
@@ -111,6 +121,10 @@ def _worker():
     # float32 towers: the observed-pair products and their collectives run
     # in float32 (the Gramians in float64).
     out["float32"] = _oracles(_distributed(*CONFIGS[0], dtype=torch.float32))
+    # confidences of the observed pairs follow their users to their shard
+    out["weighted"] = _oracles(
+        _distributed(*CONFIGS[2], shift=float(dist.get_rank()), sample_weight="random")
+    )
     obj = _no_local_pairs(DistributedAllPairsObjective)
     out["no_pairs"], out["no_pairs_local"] = _oracles(obj), len(obj.labels)
     try:  # 1 user for 2 processes: refused on every process, no collective hangs
@@ -129,6 +143,10 @@ def one_process():
         for c in CONFIGS
     }
     out["float32"] = _oracles(make("mlp", *CONFIGS[0][:2], dtype=torch.float32)[0])
+    loss, imputed, chunk_size = CONFIGS[2]
+    out["weighted"] = _oracles(
+        make("mlp", loss, imputed, chunk_size=chunk_size, sample_weight="random")[0]
+    )
     out["no_pairs"] = _oracles(_no_local_pairs(AllPairsObjective))
     return out
 
@@ -161,6 +179,15 @@ def test_two_processes_match_one(one_process, two_processes, config):
             assert res["objective"] == pytest.approx(single["objective"], rel=1e-12)
             assert res["objective"][-1] < res["objective"][0]
             assert _rel(res["x_gn"], single["x_gn"]) < 1e-10
+
+
+def test_weighted_pairs_match_one_process(one_process, two_processes):
+    single = one_process["weighted"]
+    assert single["value"] != pytest.approx(one_process[CONFIGS[2]]["value"])
+    for res in (r["weighted"] for r in two_processes):
+        assert res["value"] == pytest.approx(single["value"], rel=1e-13)
+        assert _rel(res["grad"], single["grad"]) < 1e-12
+        assert _rel(res["gn"], single["gn"]) < 1e-12
 
 
 def test_float32_towers_match_one_process(one_process, two_processes):

@@ -121,9 +121,9 @@ class DistributedAllPairsObjective(AllPairsObjective):
     **options
         Every keyword of :class:`~embedopt.similarity.AllPairsObjective`
         (``loss``, ``omega``, ``user_weights``, ``item_weights``,
-        ``imputation``, ``imputed``, ``lam``, ``user_inputs``,
-        ``item_inputs``, ``chunk_size``); ``chunk_size`` bounds the entities
-        per tower pass within the local shard.
+        ``sample_weight``, ``imputation``, ``imputed``, ``lam``,
+        ``user_inputs``, ``item_inputs``, ``chunk_size``); ``chunk_size``
+        bounds the entities per tower pass within the local shard.
 
     Attributes
     ----------
@@ -248,6 +248,8 @@ class DistributedAllPairsObjective(AllPairsObjective):
         self.labels = self.labels[lo:hi].clone()
         self.ytilde = self.ytilde[lo:hi].clone()
         self.pair_weights = self.pair_weights[lo:hi].clone()
+        if self.sample_weight is not None:
+            self.sample_weight = self.sample_weight[lo:hi].clone()
         self.sides = tuple(
             _Side(
                 side.name,
