@@ -276,9 +276,11 @@ def refine(
     pat = problem.pattern
     # Both orientations once: rows of A from the CSR structure, rows of B
     # from the pattern's (cached) transposed structure.
-    by_row = (pat.crow.long(), pat.col.long(), w, y)
+    # Row i solves (sum_j w_ij b_j b_j^T + ridge) a_i = sum_j w_ij O_ij b_j.
+    wy = y if problem.weight is None else w * y
+    by_row = (pat.crow.long(), pat.col.long(), w, wy)
     tcrow, tcol, tperm = pat.transposed_structure()
-    by_col = (tcrow.long(), tcol.long(), w[tperm], y[tperm])
+    by_col = (tcrow.long(), tcol.long(), w[tperm], wy[tperm])
     root = torch.sqrt(s.to(torch.float64))
     A, B = U.to(torch.float64) * root, V.to(torch.float64) * root
     prev = None
