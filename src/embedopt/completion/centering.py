@@ -173,8 +173,11 @@ class Centering:
 
 
 def _mean(v: np.ndarray, w: np.ndarray | None) -> float:
-    """Mean of ``v``, weighted by ``w`` unless None."""
-    return float(v.mean()) if w is None else float(np.sum(w * v) / np.sum(w))
+    """Mean of ``v``, weighted by ``w`` unless None (scaled to max 1 first)."""
+    if w is None:
+        return float(v.mean())
+    w = w / w.max()
+    return float(np.sum(w * v) / np.sum(w))
 
 
 def _std(v: np.ndarray, w: np.ndarray | None) -> float:
@@ -300,6 +303,7 @@ def _mean_and_se(d: np.ndarray, w: np.ndarray | None) -> tuple[float, float]:
     if w is None:
         se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
         return (float(d.mean()) if d.size else 0.0), se
+    w = w / w.max()  # no overflow or underflow in the squares
     mean = _mean(d, w)
     n_eff = float(w.sum() ** 2 / np.sum(w**2))
     if n_eff <= 1:

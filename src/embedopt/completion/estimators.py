@@ -404,6 +404,7 @@ class _CompletionEstimator(BaseEstimator):
                 return float(np.mean(hits))
             return -rmse(entries.values, pred)
         w = check_sample_weight(sample_weight, entries.nnz)
+        w = w / w.max()  # the same weighted mean, no overflow
         if self._loss.binary:
             return float(np.sum(w * hits) / np.sum(w))
         err = (pred - entries.values) ** 2

@@ -188,7 +188,15 @@ class CompletionProblem:
         if weight is None:
             return unf, y, None
         w = check_sample_weight(weight, entries.nnz, name)[order]
-        return unf, y, torch.as_tensor(w, dtype=self.dtype).to(self.device)
+        wt = torch.as_tensor(w, dtype=self.dtype)
+        if not bool(torch.isfinite(wt).all()) or not bool((wt > 0).any()):
+            raise DataValidationError(
+                f"{name} spans more than {self.dtype} holds: the weights "
+                f"(largest {w.max():.3g}) overflow to inf or all round to 0 in it. "
+                "Rescale them (e.g. divide by their maximum and scale lam the "
+                "same way) or use dtype='float64'."
+            )
+        return unf, y, wt.to(self.device)
 
     # -- the weighted loss on Omega -------------------------------------------------
     @property

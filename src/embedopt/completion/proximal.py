@@ -423,6 +423,13 @@ def proximal_completion(
         nonfinite_hint=(
             "the step size 1/rho may be too large for this loss, or the "
             "data badly scaled (try centering/standardizing them)"
+            + (
+                ""
+                if problem.weight is None
+                else ", or the sample weights too large for the dtype (rescale "
+                "them, e.g. w / w.max() with lam scaled the same way, or use "
+                "dtype='float64')"
+            )
         ),
     )
     res.info.update(
