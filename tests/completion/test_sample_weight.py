@@ -23,6 +23,7 @@ from embedopt.completion import (
     soft_impute,
 )
 from embedopt.completion.centering import split_weighted
+from embedopt.completion.path import refit_entries, refit_sample_weight
 from embedopt.completion.postprocess import _design_gram, _theta_cg, refine
 from embedopt.completion.proximal import _default_step
 from embedopt.data import (
@@ -474,3 +475,24 @@ def test_a_held_out_part_of_zero_weight_is_refused():
     w[0] = 1.0
     with pytest.raises(DataValidationError, match="sample_weight 0"):
         MatrixCompletion(random_state=0).fit(entries, sample_weight=w)
+
+
+def test_refit_weights_append_one_per_new_validation_entry():
+    entries = _matrix(m=12, n=9)
+    train, held = split_entries(entries, (0.7, 0.3), random_state=0)
+    w = _weights(train.nnz)
+    overlap = held.subset(np.arange(3))
+    assert refit_sample_weight(train, None, w) is w
+    assert refit_sample_weight(train, held, None) is None
+    np.testing.assert_array_equal(
+        refit_sample_weight(train, held, w), np.r_[w, np.ones(held.nnz)]
+    )
+    # Positions already in the training entries add nothing.
+    grown = refit_entries(train, overlap)
+    ones = np.ones(grown.nnz)
+    assert grown.nnz == train.nnz + 3
+    assert refit_sample_weight(grown, overlap, ones) is ones
+    model = MatrixCompletion(random_state=0, n_lambdas=3).fit(
+        train, validation=held, sample_weight=w
+    )
+    assert np.isfinite(model.path_["scores"]).all()
