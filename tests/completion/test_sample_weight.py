@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from embedopt._core import DataValidationError
+from embedopt._core import ConvergenceWarning, DataValidationError
 from embedopt.completion import (
     Centering,
     CompletionProblem,
@@ -32,7 +32,7 @@ from embedopt.data import (
     split_entries,
 )
 from embedopt.linalg import SparsePlusLowRank
-from tests._derivatives import check_grad
+from tests._derivatives import autograd_grad, check_grad
 from tests.conftest import random_entries
 
 D = torch.float64
@@ -127,7 +127,7 @@ def test_weighted_objective_and_gradient_match_naive_sum_and_autograd(loss, kind
     assert P.loss_total(x) == pytest.approx(float(naive), rel=1e-12)
     # The gradient the solver builds (w * l' on Omega, per unfolding) is the
     # autograd gradient of the naive weighted sum, unfolded.
-    ref = torch.func.grad(lambda T: _naive_objective(loss, T, entries, w))(X)
+    ref = autograd_grad(lambda T: _naive_objective(loss, T, entries, w), X)
     for d, G in enumerate(_dense_gradients(P)(P.loss_grad(x))):
         torch.testing.assert_close(G, _unfold(ref, d), rtol=1e-12, atol=1e-12)
 
@@ -175,7 +175,7 @@ def _repeated(entries, rep, values=None):
 def _naive_value_and_gradient(entries, X):
     ones = np.ones(entries.nnz)
     value = float(_naive_objective("square", X, entries, ones))
-    grad = torch.func.grad(lambda T: _naive_objective("square", T, entries, ones))(X)
+    grad = autograd_grad(lambda T: _naive_objective("square", T, entries, ones), X)
     return value, grad
 
 
@@ -371,14 +371,16 @@ def _fitted_arrays(model):
     [
         (lambda **k: MatrixCompletion(**k), lambda: random_entries(m=40, n=30)[0]),
         (
-            lambda **k: TensorCompletion(max_iter=30, n_lambdas=4, **k),
-            lambda: make_low_rank_tensor(10, rank=2, random_state=0).observed,
+            lambda **k: TensorCompletion(max_iter=15, n_lambdas=3, **k),
+            lambda: (
+                make_low_rank_tensor(8, rank=2, n_observed=300, random_state=0).observed
+            ),
         ),
     ],
     ids=["matrix", "tensor"],
 )
 @pytest.mark.parametrize("lam", ["auto", 1.0])
-@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")  # max_iter=30
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")  # max_iter=15
 def test_unit_weights_give_bit_identical_fits(make, data, lam):
     entries = data()
     a = make(lam=lam, random_state=0, dtype="float64").fit(entries)
@@ -452,19 +454,25 @@ BAD_WEIGHTS = [
 ]
 
 
-@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")  # max_iter=5
+@pytest.fixture(scope="module", params=["matrix", "tensor"])
+def fitted_small(request):
+    """A fitted estimator and its entries, for the bad-weight checks."""
+    with pytest.warns(ConvergenceWarning):  # max_iter=5
+        if request.param == "matrix":
+            entries = _matrix()
+            return MatrixCompletion(lam=1.0, max_iter=5).fit(entries), entries
+        entries = _tensor()
+        return TensorCompletion(lam=1.0, max_iter=5).fit(entries), entries
+
+
 @pytest.mark.parametrize("bad, match", BAD_WEIGHTS)
-@pytest.mark.parametrize("kind", ["matrix", "tensor"])
-def test_bad_weights_are_library_errors(bad, match, kind):
-    if kind == "matrix":
-        entries, model = _matrix(), MatrixCompletion(lam=1.0, max_iter=5)
-    else:
-        entries, model = _tensor(), TensorCompletion(lam=1.0, max_iter=5)
+def test_bad_weights_are_library_errors(bad, match, fitted_small):
+    model, entries = fitted_small
+    unfitted = type(model)(lam=1.0, max_iter=5)
     with pytest.raises(DataValidationError, match=match):
-        model.fit(entries, sample_weight=bad(entries.nnz))
+        unfitted.fit(entries, sample_weight=bad(entries.nnz))
     with pytest.raises(DataValidationError, match=match):
         CompletionProblem(entries, sample_weight=bad(entries.nnz))
-    model.fit(entries)
     with pytest.raises(DataValidationError, match=match):
         model.score(entries, sample_weight=bad(entries.nnz))
 
