@@ -78,6 +78,10 @@ class EstimatorCase:
     bad_inputs: list[tuple[tuple | Call, type, str]] = field(default_factory=list)
 
 
+#: Two entries of a matrix, to pair with bad sample weights.
+_TWO = ([0, 1], [0, 1], [1.0, 2.0])
+
+
 def _mc_data():
     entries, _, _ = random_entries(m=24, n=18, rank=2, frac=0.6)
     return (entries,)
@@ -152,6 +156,10 @@ CASES = [
             ((([0, 0], [0, 0], [1.0, 2.0]),), DataValidationError, "duplicate"),
             ((([0, 1], [0, 1], [1.0, np.inf]),), DataValidationError, "infinite"),
             (("text",), DataValidationError, "cannot read"),
+            (Call.of(_TWO, sample_weight=[1.0]), DataValidationError, "one weight"),
+            (Call.of(_TWO, sample_weight=[1.0, -1.0]), DataValidationError, "negative"),
+            (Call.of(_TWO, sample_weight=[np.nan, 1]), DataValidationError, "finite"),
+            (Call.of(_TWO, sample_weight=[0, 0]), DataValidationError, "every entry"),
         ],
     ),
     EstimatorCase(
@@ -268,7 +276,12 @@ CASES.append(
         ],
         bad_params=[{"max_iter": 0}, {"mode_weights": 3.0}, {"lam": "big"}],
         bad_inputs=[
-            ((([0, 1], [0, 1], [1.0, 2.0]),), DataValidationError, "3 or more modes")
+            ((([0, 1], [0, 1], [1.0, 2.0]),), DataValidationError, "3 or more modes"),
+            (
+                Call.of((np.eye(2, 3, dtype=int), [1.0, 2.0]), sample_weight=[-1, 1]),
+                DataValidationError,
+                "negative",
+            ),
         ],
     )
 )

@@ -97,3 +97,19 @@ def test_factors_built_on_the_cpu_meet_a_cuda_problem():
     assert problem.predict((U, s, V)).device.type == "cuda"
     for out in (postprocess(problem, U, s, V), refine(problem, U, s, V)):
         assert all(t.device.type == "cuda" for t in out)
+
+
+def test_weighted_estimator_on_cuda():
+    entries, _, _ = random_entries(m=60, n=45, rank=3, frac=0.5)
+    w = np.random.default_rng(0).uniform(0.0, 2.0, entries.nnz)
+    fits = [
+        MatrixCompletion(random_state=0, device=d, dtype="float64").fit(
+            entries, sample_weight=w
+        )
+        for d in ("cpu", "cuda")
+    ]
+    assert fits[1].factors_[0].device.type == "cuda"
+    assert fits[1].lam_ == pytest.approx(fits[0].lam_, rel=1e-6)
+    np.testing.assert_allclose(
+        *(f.predict([0, 1], [2, 3]) for f in fits), rtol=1e-4, atol=1e-4
+    )

@@ -174,6 +174,32 @@ _MC_ROWS, _MC_COLS = (a.astype(np.int64) for a in np.nonzero(_mask))
 _MC_VALS = (_rng.standard_normal((12, 2)) @ _rng.standard_normal((2, 10)))[_mask]
 
 
+def _sample_weights(n: int):
+    """Bad and borderline ``sample_weight`` of ``n`` entries (completion)."""
+    w = np.linspace(0.5, 2.0, n)
+    return st.sampled_from(
+        [
+            refuse(w[:-1], "sample_weight short"),
+            refuse(np.r_[w, 1.0], "sample_weight long"),
+            refuse(w[:, None], "sample_weight 2-D"),
+            refuse(np.zeros(n), "sample_weight zeros"),
+            refuse(np.r_[-1.0, w[1:]], "sample_weight negative"),
+            refuse(np.r_[np.nan, w[1:]], "sample_weight nan"),
+            refuse(np.r_[np.inf, w[1:]], "sample_weight inf"),
+            refuse(w.astype(str), "sample_weight str"),
+            refuse(w > 1, "sample_weight bool"),
+            refuse(w * 1e-300, "sample_weight underflow32"),
+            refuse(np.r_[1e39, w[1:]], "sample_weight overflow32"),
+            borderline(w * 1e30, "sample_weight huge"),
+            borderline(w * 1e-30, "sample_weight tiny"),
+            borderline(np.r_[0.0, w[1:]], "sample_weight one zero"),
+            borderline(np.arange(n) % 3, "sample_weight ints with zeros"),
+            borderline(list(w), "sample_weight list"),
+            borderline(torch.as_tensor(w), "sample_weight tensor"),
+        ]
+    )
+
+
 def _mc_fit_cases():
     rows, cols, vals = _MC_ROWS, _MC_COLS, _MC_VALS
     coo = (rows, cols, vals)
@@ -218,6 +244,9 @@ def _mc_fit_cases():
         ),
         junk().map(lambda b: case([b.value], bad=b)),
         shapes.map(shape_case),
+        _sample_weights(vals.size).map(
+            lambda b: case([coo], {"sample_weight": b.value}, b)
+        ),
         st.sampled_from(
             [
                 refuse((rows, cols), "tuple of 2 for a matrix"),
@@ -409,6 +438,9 @@ def _tc_fit_cases():
         bad_values(vals).map(lambda b: case([idx, b.value], bad=paired(b))),
         junk().map(lambda b: case([b.value], bad=b)),
         weights.map(lambda b: case([_TC], bad=b)),
+        _sample_weights(_TC.nnz).map(
+            lambda b: case([_TC], {"sample_weight": b.value}, b)
+        ),
         st.sampled_from(
             [
                 refuse((idx[:, :2], vals), "matrix positions"),
