@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._core import InvalidParameterError
+from .._core import InvalidParameterError, persistable
 from ..data import ObservedEntries, split_entries
 from .losses import Loss
 
@@ -31,6 +31,7 @@ __all__ = [
 CENTERINGS = ("none", "global", "row", "column", "both")
 
 
+@persistable
 class Centering:
     """Fit and apply ``(o - mu - sum_d a^d_{i_d}) / sigma``.
 
@@ -161,6 +162,7 @@ class Centering:
         return np.asarray(pred, dtype=np.float64) * self.scale_ + self.offsets(indices)
 
 
+@persistable
 @dataclass
 class CenteringSelection:
     """What :func:`select_centering` decided, and on which numbers.
