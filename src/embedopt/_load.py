@@ -64,7 +64,9 @@ def load(path: str | os.PathLike, *, device: DeviceLike = None) -> BaseEstimator
 
     Examples
     --------
-    >>> import tempfile, pathlib
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> import embedopt
     >>> from embedopt.quantization import ProductQuantizer
     >>> X = np.random.default_rng(0).standard_normal((64, 8))
     >>> pq = ProductQuantizer(4, n_centroids=4, max_iter=2, random_state=0).fit(X)

@@ -208,11 +208,18 @@ class _Writer:
         return self._memoized(value, where)
 
     def _ndarray(self, arr: np.ndarray, where: str) -> dict:
-        if arr.dtype.kind == "O":
+        if arr.dtype.kind == "O":  # ids: str objects, as UTF-8 and offsets
             if not all(isinstance(x, str) for x in arr.flat):
                 raise _Unstorable(where, arr)
-            return {"$": "strings", "key": self.array(arr.astype(str))}
-        if arr.dtype.kind == "V" or arr.dtype.hasobject:
+            encoded = [x.encode("utf-8", "surrogatepass") for x in arr.flat]
+            lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+            return {
+                "$": "strings",
+                "shape": list(arr.shape),
+                "utf8": self.array(np.frombuffer(b"".join(encoded), np.uint8)),
+                "ends": self.array(np.cumsum(lengths)),
+            }
+        if arr.dtype.hasobject or arr.dtype.kind == "V":
             raise _Unstorable(where, arr)
         return {"$": "ndarray", "key": self.array(arr)}
 
@@ -262,13 +269,10 @@ class _Writer:
         if t.is_sparse or t.layout != torch.strided or t.is_complex():
             raise _Unstorable(where, t)
         data = t.detach().to("cpu").contiguous()
-        if data.dtype not in (torch.bool,) and not data.dtype.is_floating_point:
+        try:
             arr = data.numpy()
-        else:
-            try:
-                arr = data.numpy()
-            except TypeError:  # bfloat16, float8: NumPy has no such dtype
-                arr = data.view(_BIT_VIEWS[data.element_size()]).numpy()
+        except TypeError:  # bfloat16, float8: NumPy has no such dtype
+            arr = data.view(_BIT_VIEWS[data.element_size()]).numpy()
         return {
             "$": "tensor",
             "key": self.array(arr),
@@ -315,7 +319,7 @@ def _fitted(estimator) -> bool:
     return any(k.endswith("_") and not k.startswith("_") for k in vars(estimator))
 
 
-def save_estimator(estimator, path: str | os.PathLike) -> None:
+def save_estimator(estimator: Any, path: str | os.PathLike) -> None:
     """Write a fitted ``estimator`` to ``path`` (see the module docstring).
 
     Parameters
@@ -432,7 +436,9 @@ class _Reader:
         if tag == "ndarray":
             return self.array(value["key"])
         if tag == "strings":
-            return self.array(value["key"]).astype(object)
+            return _strings(
+                self.arrays[value["utf8"]], self.arrays[value["ends"]], value
+            )
         if tag == "ref":
             return self._memo[value["id"]]
         return self._object(tag, value)
@@ -495,6 +501,19 @@ class _Reader:
         module._non_persistent_buffers_set.update(node["non_persistent"])
         module._modules.update(self.decode(node["modules"]))
         return module
+
+
+def _strings(utf8: np.ndarray, ends: np.ndarray, node: dict) -> np.ndarray:
+    """The object array of str stored as UTF-8 bytes and end offsets."""
+    data = utf8.tobytes()
+    ends = ends.tolist()
+    starts = [0, *ends[:-1]] if ends else []
+    out = np.empty(len(ends), dtype=object)
+    out[:] = [
+        data[a:b].decode("utf-8", "surrogatepass")
+        for a, b in zip(starts, ends, strict=True)
+    ]
+    return out.reshape(node["shape"])
 
 
 def _torch_dtype(name: str) -> torch.dtype:
