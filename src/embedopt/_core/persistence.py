@@ -168,7 +168,7 @@ class _Writer:
     def array(self, arr: np.ndarray) -> str:
         """Store ``arr`` (once per distinct bytes) and return its key."""
         buf = io.BytesIO()
-        np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
+        np.lib.format.write_array(buf, arr, allow_pickle=False)
         data = buf.getvalue()
         digest = hashlib.sha256(data).hexdigest()
         if digest not in self._by_digest:
@@ -184,6 +184,8 @@ class _Writer:
 
     def encode(self, value: Any, where: str) -> Any:
         """Tagged JSON of ``value`` (``where`` names it in errors)."""
+        if isinstance(value, np.generic):  # before float and str: subclasses
+            return {"$": "scalar", "array": self.encode(np.asarray(value), where)}
         if value is None or isinstance(value, (bool, str)):
             return value
         if isinstance(value, int):
@@ -201,8 +203,6 @@ class _Writer:
                 "keys": [self.encode(k, f"{where} key") for k in value],
                 "values": [self.encode(v, f"{where}[{k!r}]") for k, v in value.items()],
             }
-        if isinstance(value, np.generic):
-            return {"$": "scalar", "array": self.encode(np.asarray(value), where)}
         if isinstance(value, np.ndarray):
             return self._ndarray(value, where)
         return self._memoized(value, where)
@@ -478,7 +478,7 @@ class _Reader:
     def _tensor(self, node: dict) -> torch.Tensor:
         arr = self.array(node["key"])
         dtype = _torch_dtype(node["dtype"])
-        t = torch.from_numpy(np.array(arr, copy=False))
+        t = torch.from_numpy(arr)
         if t.dtype != dtype:
             t = t.view(dtype)
         device = self.device if self.device is not None else _where(node["device"])
@@ -688,7 +688,14 @@ def load_estimator(
             state = {k: reader.decode(v) for k, v in meta["state"].items()}
         except DataValidationError:
             raise
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        except (
+            KeyError,
+            TypeError,
+            ValueError,
+            IndexError,
+            AttributeError,
+            RuntimeError,
+        ) as exc:
             # the checksums matched: a file edited with its checksums redone
             raise _refuse(path, _DAMAGED.format(f"unreadable entry {exc!r}")) from exc
     unknown = sorted(set(params) - set(cls._get_param_names()))
