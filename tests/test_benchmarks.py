@@ -43,14 +43,14 @@ print(json.dumps(out))
 
 def scripts() -> list[Path]:
     """Every benchmark script: one folder per domain, plus the cross-domain
-    ``benchmarks/defaults.py``."""
+    ``benchmarks/defaults.py`` and ``benchmarks/persistence.py``."""
     per_domain = sorted(
         p
         for d in DOMAINS
         for p in (BENCHMARKS / d).glob("*.py")
         if not p.name.startswith("_")
     )
-    return [*per_domain, BENCHMARKS / "defaults.py"]
+    return [*per_domain, BENCHMARKS / "defaults.py", BENCHMARKS / "persistence.py"]
 
 
 def environment() -> dict:

@@ -526,13 +526,13 @@ def _torch_dtype(name: str) -> torch.dtype:
 def _where(saved: str) -> torch.device:
     """The saved device when it is available here, else the CPU."""
     dev = torch.device(saved)
-    if dev.type == "cpu":
-        return dev
-    try:
-        resolve_device(dev)
-    except Exception:
+    if dev.type in ("cpu", "meta"):
         return torch.device("cpu")
-    return dev if dev.type != "meta" else torch.device("cpu")
+    try:
+        torch.empty(0, device=dev)
+    except Exception:  # no such device here (or no CUDA build at all)
+        return torch.device("cpu")
+    return dev
 
 
 def _registered(key: str) -> type:
