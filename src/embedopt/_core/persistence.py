@@ -13,7 +13,9 @@
 - ``embedopt.json.sha256``: the SHA-256 of ``embedopt.json``;
 - ``arrays/<n>.npy``: one ``.npy`` file per distinct array (arrays with the
   same bytes, dtype and shape, such as a tensor and its NumPy view, are
-  stored once), read back with ``allow_pickle=False``.
+  stored once; an array whose elements all have the same bits, such as the
+  ones of a training-pairs matrix, as its first element), read back with
+  ``allow_pickle=False``.
 
 Values are stored by type, as tagged JSON: None, bool, int, str, float (NaN
 and infinities included), NumPy scalars, lists, tuples, dicts (any keys of
@@ -146,6 +148,15 @@ _MODULE_TREE = frozenset(
 )
 
 
+def _constant(arr: np.ndarray) -> bool:
+    """Whether ``arr`` has 2 or more elements, all of the same bits."""
+    if arr.size < 2 or arr.dtype.kind not in "biuf" or arr.dtype.itemsize > 8:
+        return False
+    bits = arr.reshape(-1).view(f"u{arr.dtype.itemsize}")
+    first = bits[0]
+    return bool(bits[-1] == first and (bits == first).all())
+
+
 class _Unstorable(Exception):
     """A value of a type the format does not hold (turned into a clear error)."""
 
@@ -166,21 +177,30 @@ class _Writer:
         self._keep: list = []  # keeps memoized objects alive (ids stay unique)
 
     def array(self, arr: np.ndarray) -> str:
-        """Store ``arr`` (once per distinct bytes) and return its key."""
+        """Store ``arr`` (once per distinct bytes) and return its key.
+
+        An array whose elements are all the same bits (the ones of a
+        training-pairs matrix) is stored as one element and its shape.
+        """
+        filled = _constant(arr)
         buf = io.BytesIO()
-        np.lib.format.write_array(buf, arr, allow_pickle=False)
+        np.lib.format.write_array(
+            buf, arr.reshape(-1)[:1] if filled else arr, allow_pickle=False
+        )
         data = buf.getvalue()
         digest = hashlib.sha256(data).hexdigest()
-        if digest not in self._by_digest:
+        unique = f"{digest} {arr.shape}" if filled else digest
+        if unique not in self._by_digest:
             key = str(len(self._by_digest))
-            self._by_digest[digest] = key
+            self._by_digest[unique] = key
             self.members[key] = data
             self.table[key] = {
                 "sha256": digest,
                 "dtype": arr.dtype.str,
                 "shape": list(arr.shape),
+                "filled": filled,
             }
-        return self._by_digest[digest]
+        return self._by_digest[unique]
 
     def encode(self, value: Any, where: str) -> Any:
         """Tagged JSON of ``value`` (``where`` names it in errors)."""
@@ -617,8 +637,11 @@ def _read_arrays(zf: zipfile.ZipFile, table: dict, path) -> dict[str, np.ndarray
             arr = np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
         except Exception as exc:  # a checksum that matches bad bytes: forged
             raise _refuse(path, _DAMAGED.format(f"{name}: {exc}")) from exc
-        if arr.dtype.str != info["dtype"] or list(arr.shape) != info["shape"]:
+        shape = [1] if info["filled"] else info["shape"]
+        if arr.dtype.str != info["dtype"] or list(arr.shape) != shape:
             raise _refuse(path, _DAMAGED.format(f"{name} has another dtype or shape"))
+        if info["filled"]:
+            arr = np.broadcast_to(arr, info["shape"]).copy()
         arrays[key] = arr
     return arrays
 
