@@ -136,7 +136,7 @@ def main() -> int:
             rows[name] = measure(name, model, params, output, Path(tmp))
     mb = 1e6
     headers = [
-        *("model (ML-1M)", "file MB", "params MB", "file / params", "arrays MB"),
+        *("model (ML-1M)", "file MB", "params MB", "file / params", "distinct arrays MB"),
         *("save s", "load s", "pickle MB", "pickle save s", "pickle load s"),
         "same predictions",
     ]

@@ -95,6 +95,21 @@ def test_shared_objects_stay_shared_and_equal_arrays_are_stored_once(tmp_path):
     assert len(arrays) == 3
 
 
+def test_cycles_and_wide_sparse_indices(tmp_path):
+    layer = nn.Linear(2, 2)
+    box = SquareLoss()
+    box.me = box  # an object that refers to itself
+    wide = sp.csr_matrix(np.eye(3))
+    wide.indices, wide.indptr = (
+        wide.indices.astype(np.int64),
+        wide.indptr.astype(np.int64),
+    )
+    est, again = _holder(tmp_path, box_=box, layers_=[layer, layer], wide_=wide)
+    assert again.box_.me is again.box_ and again.layers_[0] is again.layers_[1]
+    assert again.wide_.indices.dtype == np.int64
+    assert_same_value(est.wide_, again.wide_)
+
+
 def test_random_state_generator_is_stored(tmp_path):
     rng = np.random.default_rng(3)
     est = MatrixCompletion(lam=1.0, random_state=rng).fit(random_entries(8, 6)[0])

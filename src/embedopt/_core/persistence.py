@@ -247,11 +247,13 @@ class _Writer:
         """Objects with an identity: stored once, referred to afterwards."""
         if id(value) in self._memo:
             return {"$": "ref", "id": self._memo[id(value)]}
-        out = self._object(value, where)
-        if out.get("$") in ("tensor", "module", "object"):
-            self._memo[id(value)] = out["id"] = len(self._memo)
-            self._keep.append(value)
-        return out
+        if not (isinstance(value, torch.Tensor) or _class_key(type(value)) in _CLASSES):
+            return self._object(value, where)
+        # numbered before its contents, as loading does: a reference back to
+        # it from inside (a cycle) finds it
+        number = self._memo[id(value)] = len(self._memo)
+        self._keep.append(value)
+        return {**self._object(value, where), "id": number}
 
     def _object(self, value: Any, where: str) -> dict:
         if isinstance(value, torch.Tensor):
@@ -474,7 +476,10 @@ class _Reader:
             cls = getattr(sp, f"{fmt}_{'matrix' if value['matrix'] else 'array'}")
             args = [parts[a] for a in _SPARSE[fmt]]
             data = (args[0], (args[1], args[2])) if fmt == "coo" else tuple(args)
-            return cls(data, shape=shape)
+            matrix = cls(data, shape=shape)
+            if fmt != "coo":  # scipy may narrow the index dtype: keep the saved one
+                matrix.indices, matrix.indptr = parts["indices"], parts["indptr"]
+            return matrix
         if tag == "generator":
             state = self.decode(value["state"])
             bits = _BIT_GENERATORS[state["bit_generator"]]()
