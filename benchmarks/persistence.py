@@ -44,7 +44,8 @@ def _fit_completion(quick: bool, seed: int):
     extra = {"n_lambdas": 3, "max_iter": 30} if quick else {}
     model = MatrixCompletion(random_state=seed, **extra).fit(entries)
     params = [model.U_, model.s_, model.V_, *model.centering_.offsets_]
-    return model, params, lambda m: m.predict(entries.rows, entries.cols)
+    what = f"rank {model.rank_}, {entries.nnz} ratings"
+    return model, params, lambda m: m.predict(entries.rows, entries.cols), what
 
 
 def _fit_two_tower(quick: bool, seed: int):
@@ -57,7 +58,8 @@ def _fit_two_tower(quick: bool, seed: int):
     model = TwoTowerModel(random_state=seed, **extra).fit(train)
     params = [*model.user_tower_.parameters(), *model.item_tower_.parameters()]
     users = list(range(model.shape_[0]))
-    return model, params, lambda m: m.recommend(users, 10)
+    what = f"k = {model.n_components}, {len(train)} training pairs"
+    return model, params, lambda m: m.recommend(users, 10), what
 
 
 def _nbytes(arrays) -> int:
@@ -132,17 +134,28 @@ def main() -> int:
             ("MatrixCompletion", _fit_completion),
             ("TwoTowerModel", _fit_two_tower),
         ):
-            model, params, output = fit(args.quick, args.seed)
-            rows[name] = measure(name, model, params, output, Path(tmp))
+            model, params, output, what = fit(args.quick, args.seed)
+            rows[name] = {
+                **measure(name, model, params, output, Path(tmp)),
+                "what": what,
+            }
     mb = 1e6
     headers = [
-        *("model (ML-1M)", "file MB", "params MB", "file / params", "distinct arrays MB"),
+        *(
+            "model (ML-1M)",
+            "fit",
+            "file MB",
+            "params MB",
+            "file / params",
+            "distinct arrays MB",
+        ),
         *("save s", "load s", "pickle MB", "pickle save s", "pickle load s"),
         "same predictions",
     ]
     table = [
         [
             name,
+            r["what"],
             f"{r['file_bytes'] / mb:.2f}",
             f"{r['param_bytes'] / mb:.2f}",
             f"{r['file_bytes'] / r['param_bytes']:.2f}",
