@@ -600,6 +600,12 @@ def _open_zip(path) -> zipfile.ZipFile:
         ) from exc
 
 
+def _written_by(meta: dict) -> str:
+    versions = meta.get("versions")
+    written = versions.get("embedopt") if isinstance(versions, dict) else None
+    return str(written) if written is not None else "an unknown embedopt"
+
+
 def _read_meta(zf: zipfile.ZipFile, path) -> dict:
     if _META not in zf.namelist():
         raise _refuse(
@@ -610,7 +616,7 @@ def _read_meta(zf: zipfile.ZipFile, path) -> dict:
     text = _member(zf, _META, path)
     try:
         meta = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise _refuse(path, _DAMAGED.format(f"{_META} is not JSON: {exc}")) from exc
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise _refuse(path, f"{_META} does not describe an embedopt model.")
@@ -618,7 +624,7 @@ def _read_meta(zf: zipfile.ZipFile, path) -> dict:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise _refuse(path, _DAMAGED.format(f"format version {version!r}"))
     if version > FORMAT_VERSION:
-        written = meta.get("versions", {}).get("embedopt", "a newer embedopt")
+        written = _written_by(meta)
         raise _refuse(
             path,
             f"it has format version {version}, written by embedopt {written}; this "
@@ -732,7 +738,7 @@ def load_estimator(
             path,
             f"{cls.__name__} of this embedopt ({_versions()['embedopt']}) has no "
             f"parameters {unknown}; the file was written by embedopt "
-            f"{meta.get('versions', {}).get('embedopt')}. Load it with that version.",
+            f"{_written_by(meta)}. Load it with that version.",
         )
     estimator = cls(**params)
     vars(estimator).update(state)
