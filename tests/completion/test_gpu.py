@@ -4,7 +4,14 @@ import numpy as np
 import pytest
 import torch
 
-from embedopt.completion import MatrixCompletion, ais_impute, soft_impute
+from embedopt.completion import (
+    CompletionProblem,
+    MatrixCompletion,
+    ais_impute,
+    postprocess,
+    soft_impute,
+)
+from embedopt.completion.postprocess import refine
 from embedopt.linalg import DenseOperator, SparsePattern, partial_svd
 from tests.conftest import random_entries, requires_cuda
 
@@ -79,3 +86,14 @@ def test_estimator_on_cuda():
     np.testing.assert_allclose(
         gpu.predict([0, 1], [2, 3]), cpu.predict([0, 1], [2, 3]), rtol=1e-4, atol=1e-4
     )
+
+
+def test_factors_built_on_the_cpu_meet_a_cuda_problem():
+    # A user's own factors (CPU tensors) reached a CUDA sparse kernel and
+    # failed with torch's device-mismatch error.
+    entries, _, _ = random_entries(m=30, n=20, rank=2, frac=0.6)
+    problem = CompletionProblem(entries, device="cuda", dtype="float64")
+    U, s, V = ais_impute(entries, lam=1.0, device="cpu", dtype="float64").x
+    assert problem.predict((U, s, V)).device.type == "cuda"
+    for out in (postprocess(problem, U, s, V), refine(problem, U, s, V)):
+        assert all(t.device.type == "cuda" for t in out)

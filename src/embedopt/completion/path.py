@@ -449,7 +449,7 @@ def _grid(problem, lambdas, n_lambdas, lambda_min_ratio, mode_weights, rs):
                 f"Got {lambdas!r}."
             )
         return grid
-    lmax = problem.lambda_max(generator=rs.torch(problem.device))
+    lmax = problem.lambda_max(generator=rs.torch("cpu"))
     if problem.ndim > 2:
         # lambda_d = lam * w_d: the path starts where every mode is zero.
         w = check_mode_weights(mode_weights, problem.shape, "lambda_path")

@@ -77,7 +77,8 @@ def postprocess(
         better (e.g. an ill-posed least-squares system), the input is returned.
     """
     if s is None:
-        return _refit_lbfgs(problem, list(U), max_iter, tol)
+        return _refit_lbfgs(problem, [problem.on_device(*f) for f in U], max_iter, tol)
+    U, s, V = problem.on_device(U, s, V)
     if s.numel() == 0:
         return U, s, V
     if not isinstance(problem.loss, SquareLoss):
@@ -253,6 +254,7 @@ def refine(
     U, s, V : torch.Tensor
         The refined factorization as an SVD, in the dtype of ``U``.
     """
+    U, s, V = problem.on_device(U, s, V)
     if s.numel() == 0 or len(problem.unfoldings) != 1:
         return U, s, V
     y = problem.y.to(torch.float64)

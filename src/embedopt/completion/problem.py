@@ -173,6 +173,14 @@ class CompletionProblem:
         """``"accuracy"`` for +/-1 losses, ``"rmse"`` otherwise."""
         return "accuracy" if self.loss.binary else "rmse"
 
+    def on_device(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The tensors on the problem's device (factors a user built on the CPU).
+
+        ``Tensor.to`` returns a tensor already there as is, so the solvers'
+        own factors cost nothing.
+        """
+        return tuple(t.to(self.device) for t in tensors)
+
     def values_at(
         self, pattern: SparsePattern, U: torch.Tensor, s: torch.Tensor, V: torch.Tensor
     ) -> torch.Tensor:
@@ -194,7 +202,7 @@ class CompletionProblem:
         torch.Tensor
         """
         unfoldings = self.unfoldings if which == "train" else self.validation[0]
-        factors = _as_factor_list(factors)
+        factors = [self.on_device(*f) for f in _as_factor_list(factors)]
         total = None
         for unf, (U, s, V) in zip(unfoldings, factors, strict=True):
             if s.numel() == 0:

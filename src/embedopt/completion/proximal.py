@@ -202,7 +202,7 @@ class _CompletionStep:
 
     def default_start(self, lam: float, lam_decay: float, rs) -> float:
         """``lambda_hat = lam + nu (lambda_max - lam)``: a nonzero first iterate."""
-        lmax = self.problem.lambda_max(generator=rs.torch(self.problem.device))
+        lmax = self.problem.lambda_max(generator=rs.torch("cpu"))
         lmax = [lmax] if len(self.mode_weights) == 1 else lmax
         # In units of lam: mode d's zero-solution threshold is lmax_d / w_d.
         top = max(lm / w for lm, w in zip(lmax, self.mode_weights, strict=True))
