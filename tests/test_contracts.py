@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+import embedopt
 import embedopt.completion.path as mc_module
 import embedopt.quantization.estimators as pq_module
 import embedopt.quantization.solvers as pq_solvers
@@ -45,6 +46,7 @@ from embedopt.sdp import ColoredMVU, KernelLearning
 from embedopt.similarity import SOLVERS as SIM_SOLVERS
 from embedopt.similarity import TwoTowerModel
 from embedopt.similarity import estimators as sim_module
+from tests._persistence import assert_same_estimator
 from tests.conftest import random_entries
 
 
@@ -723,6 +725,8 @@ def test_not_fitted_before_fit(case):
     assert not hasattr(est, case.fitted_attr)
     with pytest.raises(NotFittedError):
         case.output(est, case.fit_args())
+    with pytest.raises(NotFittedError, match="only fitted estimators are saved"):
+        est.save("never-written.embedopt")
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids)
@@ -758,11 +762,35 @@ def test_clone_and_pickle(case):
 
 @pytest.mark.parametrize("case", CASES, ids=ids)
 @pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
-def test_every_documented_option_runs(case):
+def test_save_load_round_trip(case, tmp_path):
+    args = case.fit_args()
+    est = case.make().fit(*args)
+    path = tmp_path / "model.embedopt"
+    est.save(path)
+    expected = case.output(est, args)
+    for again in (type(est).load(path), embedopt.load(path)):
+        assert_same_estimator(est, again)
+        np.testing.assert_array_equal(case.output(again, args), expected, strict=True)
+        # a loaded estimator pickles, and saves to the same content
+        np.testing.assert_array_equal(
+            case.output(pickle.loads(pickle.dumps(again)), args), expected
+        )
+        again.save(tmp_path / "again.embedopt")
+        assert_same_estimator(est, type(est).load(tmp_path / "again.embedopt"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+def test_every_documented_option_runs(case, tmp_path):
     args = case.fit_args()
     for opt in case.options:
-        out = case.output(case.make(**opt).fit(*args), args)
+        est = case.make(**opt).fit(*args)
+        out = case.output(est, args)
         assert np.all(np.isfinite(out)), opt
+        # and every fitted variant round-trips through save / load
+        est.save(tmp_path / "model.embedopt")
+        again = embedopt.load(tmp_path / "model.embedopt")
+        np.testing.assert_array_equal(case.output(again, args), out, strict=True)
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids)

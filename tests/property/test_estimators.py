@@ -10,6 +10,8 @@ For every estimator, hypothesis generates
 * bad arguments for every method used after ``fit`` (``predict``,
   ``transform``, ``score``, ``recommend``, ``search``, ``kernel``...), on a
   tiny fitted model, and for the same methods before ``fit``,
+* bad model files for ``load`` (truncated, flipped bytes, a newer format
+  version, another estimator's file, tampered arrays, forged JSON, no file),
 
 and checks that each call ends acceptably as defined in
 :mod:`tests.property._harness`: the library's own exception (an
@@ -47,6 +49,7 @@ from embedopt.ordinal import OrdinalEmbedding  # noqa: E402
 from embedopt.quantization import ProductQuantizer, TwoTowerRetrieval  # noqa: E402
 from embedopt.sdp import ColoredMVU, KernelLearning  # noqa: E402
 from embedopt.similarity import TwoTowerModel  # noqa: E402
+from tests._persistence import assert_same_estimator  # noqa: E402
 
 from ._harness import call, check_finite, examples  # noqa: E402
 from ._strategies import (  # noqa: E402
@@ -54,6 +57,7 @@ from ._strategies import (  # noqa: E402
     bad_counts,
     bad_indices,
     bad_matrices,
+    bad_model_files,
     bad_values,
     borderline,
     junk,
@@ -1529,3 +1533,40 @@ def test_methods_before_fit(subject, method, data):
         must_refuse=True,
         label="not fitted",
     )
+
+
+@functools.cache
+def saved(subject: Subject) -> bytes:
+    """The model file of :func:`fitted` ``(subject)``."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        fitted(subject).save(Path(folder) / "model.embedopt")
+        return (Path(folder) / "model.embedopt").read_bytes()
+
+
+@pytest.mark.parametrize("subject", SUBJECTS, ids=repr)
+@examples(1)
+@given(data=st.data())
+def test_load_bad_model_files(subject, data):
+    import tempfile
+    from pathlib import Path
+
+    other = SUBJECTS[(SUBJECTS.index(subject) + 1) % len(SUBJECTS)]
+    bad = data.draw(bad_model_files(saved(subject), saved(other)), label="file")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "model.embedopt"
+        if bad.value is not None:
+            path.write_bytes(bad.value)
+        out = call(
+            f"{subject.name}.load",
+            "file",
+            lambda: subject.cls.load(path),
+            must_refuse=bad.must_refuse,
+            label=bad.label,
+        )
+    if not out.refused:
+        assert type(out.value) is subject.cls
+        if bad.label.startswith("flipped"):  # a byte nothing reads: same model
+            assert_same_estimator(fitted(subject), out.value)

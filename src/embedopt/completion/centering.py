@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._core import InvalidParameterError
+from .._core import InvalidParameterError, persistable
 from ..data import ObservedEntries, split_entries
 from ..data.splits import random_parts
 from .losses import Loss
@@ -32,6 +32,7 @@ __all__ = [
 CENTERINGS = ("none", "global", "row", "column", "both")
 
 
+@persistable
 class Centering:
     """Fit and apply ``(o - mu - sum_d a^d_{i_d}) / sigma``.
 
@@ -217,6 +218,7 @@ def split_weighted(
     return [(entries.subset(i), sample_weight[i]) for i in parts]
 
 
+@persistable
 @dataclass
 class CenteringSelection:
     """What :func:`select_centering` decided, and on which numbers.

@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._core import DataValidationError, InvalidParameterError
+from .._core import DataValidationError, InvalidParameterError, persistable
 
 __all__ = ["IdMap"]
 
@@ -98,6 +98,7 @@ def _object_ids(arr: np.ndarray, what: str) -> np.ndarray:
     return arr.astype(np.int64) if kinds == {int} else arr
 
 
+@persistable
 class IdMap:
     """The distinct ids of one column and their codes 0..n-1 (sorted order).
 
