@@ -150,8 +150,9 @@ class OrdinalEmbedding(BaseEstimator):
     lam : float or "auto"
         Weight of the ridge ``lam ||X||_F^2`` added to the mean loss (the
         trace regularizer ``lam tr(G)`` of ``solver="cvx"``); taken by the
-        L-BFGS and convex solvers. ``"auto"``: ``1 / (2 |Q|)`` for the
-        likelihood losses STE and CKL -- the MAP estimate under a standard
+        L-BFGS and convex solvers. ``"auto"``: ``1 / (2 |Q|)`` (``|Q|`` the
+        sum of the weights of a weighted fit) for the likelihood losses STE
+        and CKL -- the MAP estimate under a standard
         normal prior on every coordinate, i.e. ``||X||^2 / 2`` added to the
         summed negative log-likelihood -- and 0 for the others and for the
         stochastic solvers, which have no ridge term (``solver="auto"`` picks
