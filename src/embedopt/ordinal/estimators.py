@@ -27,6 +27,7 @@ from ..data import Comparisons, as_comparisons, as_quadruplets
 from ..optim import IterationState
 from . import baselines  # noqa: F401  (registers the baselines in SOLVERS first)
 from .losses import LOSSES, OrdinalLoss, get_loss
+from .problem import comparison_weights
 from .solvers import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_EPSILON,
@@ -149,8 +150,9 @@ class OrdinalEmbedding(BaseEstimator):
     lam : float or "auto"
         Weight of the ridge ``lam ||X||_F^2`` added to the mean loss (the
         trace regularizer ``lam tr(G)`` of ``solver="cvx"``); taken by the
-        L-BFGS and convex solvers. ``"auto"``: ``1 / (2 |Q|)`` for the
-        likelihood losses STE and CKL -- the MAP estimate under a standard
+        L-BFGS and convex solvers. ``"auto"``: ``1 / (2 |Q|)`` (``|Q|`` the
+        sum of the weights of a weighted fit) for the likelihood losses STE
+        and CKL -- the MAP estimate under a standard
         normal prior on every coordinate, i.e. ``||X||^2 / 2`` added to the
         summed negative log-likelihood -- and 0 for the others and for the
         stochastic solvers, which have no ridge term (``solver="auto"`` picks
@@ -280,6 +282,7 @@ class OrdinalEmbedding(BaseEstimator):
         n_objects: int | None = None,
         validation: Comparisons | ArrayLike | None = None,
         init: ArrayLike | torch.Tensor | None = None,
+        sample_weight: ArrayLike | None = None,
     ) -> OrdinalEmbedding:
         """Learn the embedding from comparisons.
 
@@ -299,14 +302,25 @@ class OrdinalEmbedding(BaseEstimator):
             Initial embedding (default: random ``N(0, init_scale^2)``). One
             whose rows are all equal (all zeros) is refused: it is a saddle
             point of every ordinal loss (except for ``solver="cvx"``).
+        sample_weight : array-like of float, shape (m,), optional
+            One finite weight >= 0 per comparison (e.g. the reliability of
+            the crowd worker who answered it): every solver minimizes the
+            weighted mean loss ``(1 / sum w) sum_q w_q ell_q`` (plus the
+            ridge). An integer weight k counts the comparison k times (also
+            in ``lam="auto"``, ``1 / (2 sum w)``), a weight 0 leaves it out;
+            the weights of degenerate comparisons are dropped with them.
+            None: all equal (the unweighted fit).
 
         Returns
         -------
         self
         """
         ctx = self._start_fit()
-        comps = as_comparisons(X, y, n_objects=n_objects, owner=type(self).__name__)
-        solver = resolve_solver(self.solver, len(comps))
+        owner = type(self).__name__
+        comps = as_comparisons(X, y, n_objects=n_objects, owner=owner)
+        weights = comparison_weights(sample_weight, X, comps, owner)
+        n_fit = len(comps) if weights is None else int(np.count_nonzero(weights))
+        solver = resolve_solver(self.solver, n_fit)
         loss = get_loss(
             self.loss,
             self.n_components,
@@ -314,8 +328,9 @@ class OrdinalEmbedding(BaseEstimator):
             alpha=self.alpha,
             margin=self.margin,
         )
-        kwargs = self._solver_options(solver, ctx, len(comps))
-        lam = resolve_lam(self.lam, solver, loss, len(comps))
+        kwargs = self._solver_options(solver, ctx, n_fit)
+        evidence = n_fit if weights is None else float(weights.sum())
+        lam = resolve_lam(self.lam, solver, loss, evidence)
         if solver in RIDGE_SOLVERS:
             kwargs["lam"] = lam
         n_init = resolve_n_init(self.n_init, loss, self.n_components, init)
@@ -323,7 +338,13 @@ class OrdinalEmbedding(BaseEstimator):
             SOLVERS.get(solver),
             n_init,
             (comps, self.n_components),
-            dict(init=init, loss=loss, validation=validation, **kwargs),
+            dict(
+                init=init,
+                loss=loss,
+                validation=validation,
+                sample_weight=weights,
+                **kwargs,
+            ),
         )
         self.loss_ = loss
         self.embedding_tensor_ = result.x
@@ -365,7 +386,7 @@ class OrdinalEmbedding(BaseEstimator):
         X, y
             See :meth:`fit`.
         **fit_params
-            ``n_objects``, ``validation``, ``init``.
+            ``n_objects``, ``validation``, ``init``, ``sample_weight``.
 
         Returns
         -------
@@ -439,22 +460,32 @@ class OrdinalEmbedding(BaseEstimator):
         """
         return np.where(self.decision_function(X) < 0, 1, -1).astype(np.int64)
 
-    def score(self, X: Comparisons | ArrayLike, y: ArrayLike | None = None) -> float:
+    def score(
+        self,
+        X: Comparisons | ArrayLike,
+        y: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> float:
         """Triplet accuracy: fraction of comparisons the embedding agrees with.
 
         ``1 - triplet_error`` (ties count as errors; degenerate comparisons are
-        dropped with a warning).
+        dropped with a warning, their weights with them).
 
         Parameters
         ----------
         X : Comparisons or array-like of int, shape (m, 3) or (m, 4)
             Oriented comparisons, or comparisons as asked with ``y``.
         y : array-like of {-1, +1}, optional
+        sample_weight : array-like of float, shape (m,), optional
+            One weight >= 0 per comparison: the weighted accuracy
+            ``sum_q w_q [q right] / sum_q w_q``.
 
         Returns
         -------
         float
         """
         check_is_fitted(self, "embedding_")
-        comps = as_comparisons(X, y, owner=type(self).__name__)
-        return float(np.mean(self.predict(comps) == 1))
+        owner = type(self).__name__
+        comps = as_comparisons(X, y, owner=owner)
+        weights = comparison_weights(sample_weight, X, comps, owner)
+        return float(np.average(self.predict(comps) == 1, weights=weights))
