@@ -1,0 +1,120 @@
+"""Write the API reference pages from the packages' ``__all__``.
+
+``docs/conf.py`` calls :func:`write_pages` before Sphinx reads the sources, so
+the reference always lists every public name: one page per public package
+(``docs/api/<package>.rst``, generated, not committed), its names grouped by
+kind, each with its own autosummary page. ``tests/test_docs_site.py`` checks
+that every public package and every name of its ``__all__`` is listed.
+Plain Python (no Sphinx import), so the test runs without the docs extra.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from pathlib import Path
+
+import embedopt
+from embedopt._core import BaseEstimator
+
+#: The reference's packages in the order of its index: the method families
+#: first, then the shared layers, then the command line.
+PACKAGES = (
+    "embedopt",
+    "embedopt.completion",
+    "embedopt.ordinal",
+    "embedopt.sdp",
+    "embedopt.quantization",
+    "embedopt.similarity",
+    "embedopt.data",
+    "embedopt.metrics",
+    "embedopt.optim",
+    "embedopt.linalg",
+    "embedopt.nn",
+    "embedopt.cli",
+)
+
+#: The kinds a page groups its names by, in page order.
+KINDS = (
+    "Estimators",
+    "Classes",
+    "Functions",
+    "Exceptions and warnings",
+    "Registries and constants",
+    "Modules",
+)
+
+
+def public_packages() -> list[str]:
+    """``embedopt`` and its subpackages whose names do not start with ``_``."""
+    found = ["embedopt"]
+    for info in pkgutil.iter_modules(embedopt.__path__, "embedopt."):
+        if info.ispkg and not info.name.rsplit(".", 1)[1].startswith("_"):
+            found.append(info.name)
+    return found
+
+
+def kind_of(obj: object) -> str:
+    """Which group of :data:`KINDS` a public object belongs to."""
+    if inspect.ismodule(obj):
+        return "Modules"
+    if inspect.isclass(obj):
+        if issubclass(obj, BaseException):
+            return "Exceptions and warnings"
+        if issubclass(obj, BaseEstimator):
+            return "Estimators"
+        return "Classes"
+    if callable(obj) and not hasattr(obj, "__args__"):  # not a type alias
+        return "Functions"
+    return "Registries and constants"
+
+
+def grouped_names(package: str) -> dict[str, list[str]]:
+    """The names of ``package.__all__`` by kind, each kind in ``__all__`` order."""
+    module = importlib.import_module(package)
+    groups: dict[str, list[str]] = {kind: [] for kind in KINDS}
+    for name in module.__all__:
+        groups[kind_of(getattr(module, name))].append(name)
+    return groups
+
+
+def page(package: str) -> str:
+    """The reStructuredText of one package's reference page."""
+    title = f"``{package}``"
+    lines = [
+        f".. _api-{package}:",
+        "",
+        title,
+        "=" * len(title),
+        "",
+        f".. automodule:: {package}",
+        "   :no-members:",
+        "",
+        f".. currentmodule:: {package}",
+        "",
+    ]
+    for kind, names in grouped_names(package).items():
+        if not names:
+            continue
+        lines += [kind, "-" * len(kind), "", ".. autosummary::"]
+        lines += ["   :toctree: generated/", "   :nosignatures:", ""]
+        lines += [f"   {name}" for name in names] + [""]
+    return "\n".join(lines)
+
+
+def write_pages(folder: Path) -> list[Path]:
+    """Write ``<package>.rst`` for every package of :data:`PACKAGES` into ``folder``.
+
+    A file whose text is unchanged is left alone, so Sphinx rebuilds nothing
+    for it.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for package in PACKAGES:
+        path = folder / f"{package}.rst"
+        text = page(package)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+        written.append(path)
+    return written
