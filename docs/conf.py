@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import os
 import pkgutil
 import re
 import sys
@@ -77,7 +76,6 @@ sphinx_gallery_conf = {
     # autosummary templates)
     "doc_module": ("embedopt",),
     "backreferences_dir": "api/backreferences",
-    "plot_gallery": os.environ.get("EMBEDOPT_DOCS_PLOT", "True"),
 }
 
 # -- HTML ---------------------------------------------------------------------
