@@ -1,4 +1,4 @@
-"""Write the API reference pages from the packages' ``__all__``.
+"""Write the API reference pages from the packages' ``__all__``; read docstrings.
 
 ``docs/conf.py`` calls :func:`write_pages` before Sphinx reads the sources, so
 the reference always lists every public name: one page per public package
@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 from pathlib import Path
 
 import embedopt
@@ -118,3 +119,41 @@ def write_pages(folder: Path) -> list[Path]:
             path.write_text(text)
         written.append(path)
     return written
+
+
+#: Plain-text notation of the docstrings that reStructuredText would read as
+#: markup: ``|Q|`` (a set's size) is a substitution reference there and
+#: ``rank_`` (a fitted attribute) a hyperlink reference.
+_SUBSTITUTION = re.compile(r"(?<![\w`|\\])\|(\w+)\|(?![\w`|])")
+_REFERENCE = re.compile(r"(?<![\w`\\])([A-Za-z]\w*)_(?![\w`])")
+#: Inline literals, roles and interpreted text, left as they are.
+_LITERAL = re.compile(r"(``.+?``|:\w+:`[^`]+`|`[^`]+`_?)")
+
+
+def escape_notation(lines: list[str]) -> list[str]:
+    """Escape ``|Q|`` and ``rank_`` in docstring text so they read as written.
+
+    Literal blocks (after a line ending ``::``), doctest blocks, inline
+    literals and roles are left alone: there the text is already literal.
+    """
+    out = []
+    literal_indent = None  # inside a literal block: its introducing indent
+    doctest = False  # inside a doctest block: from ">>>" to a blank line
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        doctest = bool(line.strip()) and (doctest or line.lstrip().startswith(">>>"))
+        if literal_indent is not None and (not line.strip() or indent > literal_indent):
+            out.append(line)
+            continue
+        literal_indent = None
+        if doctest:
+            out.append(line)
+            continue
+        if line.rstrip().endswith("::"):
+            literal_indent = indent
+        parts = _LITERAL.split(line)  # odd parts: literals and roles
+        for j in range(0, len(parts), 2):
+            text = _SUBSTITUTION.sub(r"\\|\1\\|", parts[j])
+            parts[j] = _REFERENCE.sub(r"\1\\_", text)
+        out.append("".join(parts))
+    return out

@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
-import re
 import sys
 from pathlib import Path
 
@@ -128,34 +127,9 @@ def _describe_constant(app, what, name, obj, options, lines):
         lines.append(f"The value: ``{obj!r}``.")
 
 
-#: Plain-text notation of the docstrings that reStructuredText would read as
-#: markup: ``|Q|`` (a set's size) is a substitution reference there and
-#: ``rank_`` (a fitted attribute) a hyperlink reference. Outside inline
-#: literals and roles, they are escaped to mean what ``help()`` shows.
-_SUBSTITUTION = re.compile(r"(?<![\w`|\\])\|(\w+)\|(?![\w`|])")
-_REFERENCE = re.compile(r"(?<![\w`\\])([A-Za-z]\w*)_(?![\w`])")
-_LITERAL = re.compile(r"(``.+?``|:\w+:`[^`]+`|`[^`]+`_?)")
-
-
 def _escape_notation(app, what, name, obj, options, lines):
-    literal_indent = None  # inside a literal block: after a line ending "::"
-    doctest = False  # inside a doctest block: from ">>>" to a blank line
-    for i, line in enumerate(lines):
-        indent = len(line) - len(line.lstrip())
-        doctest = bool(line.strip()) and (doctest or line.lstrip().startswith(">>>"))
-        if literal_indent is not None:
-            if not line.strip() or indent > literal_indent:
-                continue
-            literal_indent = None
-        if doctest:
-            continue
-        if line.rstrip().endswith("::"):
-            literal_indent = indent
-        parts = _LITERAL.split(line)  # odd parts: literals and roles
-        for j in range(0, len(parts), 2):
-            text = _SUBSTITUTION.sub(r"\\|\1\\|", parts[j])
-            parts[j] = _REFERENCE.sub(r"\1\\_", text)
-        lines[i] = "".join(parts)
+    """``|Q|`` and ``rank_`` in a docstring's text mean what ``help()`` shows."""
+    lines[:] = _api.escape_notation(lines)
 
 
 def setup(app):

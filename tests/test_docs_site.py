@@ -67,3 +67,32 @@ def test_one_guide_page_per_domain():
     for domain in ("completion", "ordinal", "sdp", "quantization", "similarity"):
         assert (DOCS / "guide" / f"{domain}.rst").exists()
         assert f"\n   {domain}\n" in index
+
+
+def test_plain_text_notation_is_escaped_outside_literals():
+    lines = [
+        "Costs O(|Q| p) for the |Omega| entries; see rank_ and ``rank_``.",
+        "A :func:`f_` role, a `link <https://x.org>`_ and ||x||^2 stay.",
+        "",
+        "Example::",
+        "",
+        "    model.rank_, |Q|",
+        "Back to text: U_.",
+        ">>> model.rank_",
+        "5",
+        "",
+        "After the doctest: s_.",
+    ]
+    assert API.escape_notation(lines) == [
+        r"Costs O(\|Q\| p) for the \|Omega\| entries; see rank\_ and ``rank_``.",
+        "A :func:`f_` role, a `link <https://x.org>`_ and ||x||^2 stay.",
+        "",
+        "Example::",
+        "",
+        "    model.rank_, |Q|",
+        r"Back to text: U\_.",
+        ">>> model.rank_",
+        "5",
+        "",
+        r"After the doctest: s\_.",
+    ]
