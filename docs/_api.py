@@ -126,8 +126,32 @@ def write_pages(folder: Path) -> list[Path]:
 #: ``rank_`` (a fitted attribute) a hyperlink reference.
 _SUBSTITUTION = re.compile(r"(?<![\w`|\\])\|(\w+)\|(?![\w`|])")
 _REFERENCE = re.compile(r"(?<![\w`\\])([A-Za-z]\w*)_(?![\w`])")
-#: Inline literals, roles and interpreted text, left as they are.
-_LITERAL = re.compile(r"(``.+?``|:\w+:`[^`]+`|`[^`]+`_?)")
+#: Inline literals, roles and interpreted text (a literal may span lines).
+_LITERAL = re.compile(r"(``.+?``|:\w+:`[^`]+`|`[^`]+`_?)", re.DOTALL)
+
+
+def _is_literal(lines: list[str]) -> list[bool]:
+    """Which lines are in a literal block (after ``::``) or a doctest block."""
+    flags = []
+    literal_indent = None  # inside a literal block: its introducing indent
+    doctest = False  # inside a doctest block: from ">>>" to a blank line
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        doctest = bool(line.strip()) and (doctest or line.lstrip().startswith(">>>"))
+        if literal_indent is not None and (not line.strip() or indent > literal_indent):
+            flags.append(True)
+            continue
+        literal_indent = indent if line.rstrip().endswith("::") else None
+        flags.append(doctest)
+    return flags
+
+
+def _escape_text(text: str) -> str:
+    parts = _LITERAL.split(text)  # odd parts: literals and roles
+    for j in range(0, len(parts), 2):
+        parts[j] = _SUBSTITUTION.sub(r"\\|\1\\|", parts[j])
+        parts[j] = _REFERENCE.sub(r"\1\\_", parts[j])
+    return "".join(parts)
 
 
 def escape_notation(lines: list[str]) -> list[str]:
@@ -136,24 +160,16 @@ def escape_notation(lines: list[str]) -> list[str]:
     Literal blocks (after a line ending ``::``), doctest blocks, inline
     literals and roles are left alone: there the text is already literal.
     """
-    out = []
-    literal_indent = None  # inside a literal block: its introducing indent
-    doctest = False  # inside a doctest block: from ">>>" to a blank line
-    for line in lines:
-        indent = len(line) - len(line.lstrip())
-        doctest = bool(line.strip()) and (doctest or line.lstrip().startswith(">>>"))
-        if literal_indent is not None and (not line.strip() or indent > literal_indent):
-            out.append(line)
+    out: list[str] = []
+    run: list[str] = []  # consecutive text lines, escaped together
+    for line, literal in zip(lines, _is_literal(lines), strict=True):
+        if not literal:
+            run.append(line)
             continue
-        literal_indent = None
-        if doctest:
-            out.append(line)
-            continue
-        if line.rstrip().endswith("::"):
-            literal_indent = indent
-        parts = _LITERAL.split(line)  # odd parts: literals and roles
-        for j in range(0, len(parts), 2):
-            text = _SUBSTITUTION.sub(r"\\|\1\\|", parts[j])
-            parts[j] = _REFERENCE.sub(r"\1\\_", text)
-        out.append("".join(parts))
+        if run:
+            out += _escape_text("\n".join(run)).split("\n")
+            run = []
+        out.append(line)
+    if run:
+        out += _escape_text("\n".join(run)).split("\n")
     return out

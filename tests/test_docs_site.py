@@ -96,3 +96,8 @@ def test_plain_text_notation_is_escaped_outside_literals():
         "",
         r"After the doctest: s\_.",
     ]
+
+
+def test_an_inline_literal_over_two_lines_is_left_alone():
+    lines = ["with ``A_i = sum_{e in row i} c_e +", "    g_i G`` and rank_."]
+    assert API.escape_notation(lines) == [lines[0], r"    g_i G`` and rank\_."]
