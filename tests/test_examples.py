@@ -6,7 +6,11 @@ import re
 import runpy
 from pathlib import Path
 
+import matplotlib
 import pytest
+
+matplotlib.use("Agg")  # no window: plt.show() in the examples returns at once
+import matplotlib.pyplot as plt
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -14,6 +18,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 def run_example(name: str, capsys) -> str:
     # In-process (runpy) rather than a subprocess, which would import torch again.
     runpy.run_path(str(EXAMPLES / name), run_name="__main__")
+    plt.close("all")  # each example draws one figure (the docs gallery shows it)
     return capsys.readouterr().out
 
 

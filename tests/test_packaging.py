@@ -40,10 +40,13 @@ def test_extras_named_in_the_documents_exist():
 
 def test_every_extra_is_used():
     # test: the README's test command; faiss: quantization.to_faiss;
-    # exact: sdp.solve_exact (CVXPY)
-    assert set(_extras()) == {"test", "faiss", "exact"}
+    # exact: sdp.solve_exact (CVXPY); docs: the README's documentation
+    # command, which .ci/run runs
+    assert set(_extras()) == {"test", "faiss", "exact", "docs"}
     assert any(req.startswith("cvxpy") for req in _extras()["exact"])
     assert any(req.startswith("faiss-cpu") for req in _extras()["faiss"])
+    assert any(req.startswith("sphinx>") for req in _extras()["docs"])
+    assert '".[docs]"' in (ROOT / ".ci" / "run").read_text()
 
 
 def test_to_faiss_without_faiss_names_the_extra(monkeypatch):

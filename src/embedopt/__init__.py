@@ -15,6 +15,9 @@ sdp
 quantization
     Product-quantization indexes with rotation learning by Givens coordinate
     descent, OPQ and Cayley baselines, and end-to-end trainable PQ layers.
+similarity
+    Two-tower similarity learning from all user x item pairs at O(m + n)
+    cost: Gauss-Newton, ALS and gradient baselines, data-parallel training.
 data
     Containers, splits, synthetic generators and dataset loaders.
 linalg

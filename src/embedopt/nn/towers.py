@@ -436,7 +436,7 @@ class ConcatTower(MLPTower):
 
 @persistable
 class SumTower(_Tower):
-    """The sum of towers of the same ids: ``tower(i) = t_1(i) + ... + t_s(i)``.
+    """The sum of towers of the same ids: ``tower(i) = sum_j t_j(i)``.
 
     With an :class:`EmbeddingTower` and an :class:`MLPTower` over side
     features, an id's embedding is its own learned row plus what its features
