@@ -443,14 +443,14 @@ def test_weighted_accuracy_of_binary_losses():
 
 
 BAD_WEIGHTS = [
-    (lambda n: np.ones(n - 1), "one weight per observed entry"),
-    (lambda n: np.ones((n, 1)), "one weight per observed entry"),
-    (lambda n: np.r_[-1.0, np.ones(n - 1)], "negative"),
-    (lambda n: np.r_[np.nan, np.ones(n - 1)], "non-finite"),
-    (lambda n: np.r_[np.inf, np.ones(n - 1)], "non-finite"),
+    (lambda n: np.ones(n - 1), "one weight per entry"),
+    (lambda n: np.ones((n, 1)), "one weight per entry"),
+    (lambda n: np.r_[-1.0, np.ones(n - 1)], "negative, NaN or infinite"),
+    (lambda n: np.r_[np.nan, np.ones(n - 1)], "entry 0 has nan"),
+    (lambda n: np.r_[np.inf, np.ones(n - 1)], "negative, NaN or infinite"),
     (lambda n: np.zeros(n), "0 for every entry"),
-    (lambda n: np.array(["a"] * n), "must be numbers"),
-    (lambda n: np.ones(n, dtype=bool), "must be numbers"),
+    (lambda n: np.array(["a"] * n), "must be real numbers"),
+    (lambda n: np.ones(n, dtype=bool), "must be real numbers"),
 ]
 
 

@@ -173,3 +173,19 @@ def test_store_result_sets_the_common_fitted_attributes():
     # a refit whose method has no objective keeps no stale one
     est._store_result(SimpleNamespace(history={}, n_iter=1, stop_reason="max_iter"))
     assert not hasattr(est, "objective_")
+
+
+def test_check_sample_weight_says_the_same_thing_for_every_kind_of_observation():
+    from embedopt._core import check_sample_weight
+
+    w = check_sample_weight(torch.tensor([1, 0, 2]), 3, owner="X.fit", unit="pair")
+    assert w.dtype == np.float64 and w.tolist() == [1.0, 0.0, 2.0]
+    cases = [
+        (np.ones(3, bool), "must be real numbers, one weight per pair"),
+        (np.ones(2), r"3 real numbers, shape \(3,\); got shape \(2,\)"),
+        (np.r_[1.0, -2.0, 1.0], r"first: pair 1 has -2.0\)"),
+        (np.zeros(3), "0 for every pair"),
+    ]
+    for bad, match in cases:
+        with pytest.raises(DataValidationError, match=match):
+            check_sample_weight(bad, 3, owner="X.fit", unit="pair")

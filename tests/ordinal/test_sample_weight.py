@@ -284,7 +284,7 @@ def test_weights_follow_degenerate_and_reoriented_comparisons(planted):
         (np.ones((40, 1)), "one weight per comparison"),
         (2.0, "one weight per comparison"),
         (np.array(["1"] * 40), "real numbers"),
-        (np.zeros(40), "every sample_weight is 0"),
+        (np.zeros(40), "sample_weight is 0 for every comparison"),
         ([[1.0, 2.0], [3.0]], "could not be read"),
     ],
     ids=["negative", "nan", "inf", "short", "2d", "scalar", "text", "zeros", "ragged"],

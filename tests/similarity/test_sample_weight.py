@@ -385,7 +385,7 @@ BAD_WEIGHTS = {
     "negative": (np.r_[np.ones(119), -1.0], "pair 119 has -1.0"),
     "NaN": (np.r_[np.nan, np.ones(119)], "pair 0 has nan"),
     "inf": (np.r_[np.ones(119), np.inf], "finite"),
-    "all zero": (np.zeros(120), "0 on every pair"),
+    "all zero": (np.zeros(120), "0 for every pair"),
 }
 
 

@@ -1,6 +1,6 @@
 """Core services: devices, dtypes, randomness, validation, errors, logging."""
 
-from .arrays import as_array, check_plus_minus_one
+from .arrays import as_array, check_plus_minus_one, check_sample_weight
 from .base import BaseEstimator, check_is_fitted, clone
 from .context import FitContext, resolve_fit_context
 from .deprecation import renamed_parameters
@@ -61,6 +61,7 @@ __all__ = [
     "check_memory",
     "check_param",
     "check_plus_minus_one",
+    "check_sample_weight",
     "check_tensor_memory",
     "clone",
     "device_memory",

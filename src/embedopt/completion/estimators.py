@@ -23,6 +23,7 @@ from .._core import (
     as_array,
     check_is_fitted,
     check_memory,
+    check_sample_weight,
     to_numpy,
     validate_params,
 )
@@ -43,7 +44,7 @@ from .path import (
     refit_entries,
     refit_sample_weight,
 )
-from .problem import EntriesLike, check_sample_weight
+from .problem import EntriesLike
 from .proximal import check_mode_weights, default_mode_weights
 from .solvers import SOLVERS, resolve_solver
 
@@ -265,7 +266,12 @@ class _CompletionEstimator(BaseEstimator):
         loss.check_labels(entries.values)
         weight = None
         if sample_weight is not None:
-            weight = check_sample_weight(sample_weight, entries.nnz)
+            weight = check_sample_weight(
+                sample_weight,
+                entries.nnz,
+                owner=f"{type(self).__name__}.fit",
+                unit="entry",
+            )
         (train, w_train), (val, w_val) = self._split(
             entries, weight, validation, ctx.random_state
         )
@@ -403,7 +409,12 @@ class _CompletionEstimator(BaseEstimator):
             if self._loss.binary:
                 return float(np.mean(hits))
             return -rmse(entries.values, pred)
-        w = check_sample_weight(sample_weight, entries.nnz)
+        w = check_sample_weight(
+            sample_weight,
+            entries.nnz,
+            owner=f"{type(self).__name__}.score",
+            unit="entry",
+        )
         w = w / w.max()  # the same weighted mean, no overflow
         if self._loss.binary:
             return float(np.sum(w * hits) / np.sum(w))

@@ -20,7 +20,7 @@ from .._core import (
     DataValidationError,
     DeviceLike,
     DtypeLike,
-    as_array,
+    check_sample_weight,
     resolve_device,
     resolve_dtype,
 )
@@ -28,7 +28,7 @@ from ..data import ObservedEntries, as_observed_entries
 from ..linalg import SparsePattern, SparsePlusLowRank, power_method
 from .losses import Loss, get_loss
 
-__all__ = ["CompletionProblem", "Unfolding", "check_sample_weight"]
+__all__ = ["CompletionProblem", "Unfolding"]
 
 #: Observed entries in any form :func:`~embedopt.data.as_observed_entries` takes.
 EntriesLike = (
@@ -187,7 +187,8 @@ class CompletionProblem:
         y = torch.as_tensor(entries.values[order], dtype=self.dtype).to(self.device)
         if weight is None:
             return unf, y, None
-        w = check_sample_weight(weight, entries.nnz, name)[order]
+        w = check_sample_weight(weight, entries.nnz, owner=name, unit="entry")
+        w = w[order]
         wt = torch.as_tensor(w, dtype=self.dtype)
         if not bool(torch.isfinite(wt).all()) or not bool((wt > 0).any()):
             raise DataValidationError(
@@ -384,56 +385,6 @@ def _as_factor_list(factors) -> list:
     if isinstance(factors, tuple) and len(factors) == 3 and torch.is_tensor(factors[1]):
         return [factors]
     return list(factors)
-
-
-def check_sample_weight(
-    sample_weight: ArrayLike, n: int, name: str = "sample_weight"
-) -> np.ndarray:
-    """One non-negative finite weight per observed entry, not all zero.
-
-    Parameters
-    ----------
-    sample_weight : array-like of shape (n,)
-    n : int
-        Number of observed entries.
-    name : str
-        Named in the error messages.
-
-    Returns
-    -------
-    numpy.ndarray of float64, shape (n,)
-
-    Raises
-    ------
-    DataValidationError
-        For a wrong shape, non-numeric, non-finite or negative weights, or
-        weights that are all 0.
-    """
-    w = as_array(sample_weight, name)
-    if w.dtype == np.bool_ or w.dtype.kind not in "iuf":
-        raise DataValidationError(
-            f"{name} must be numbers (one weight per observed entry); got an "
-            f"array of dtype {w.dtype}."
-        )
-    if w.shape != (n,):
-        raise DataValidationError(
-            f"{name} must hold one weight per observed entry, shape ({n},); got "
-            f"shape {w.shape}. Give the weights in the order of the entries."
-        )
-    w = w.astype(np.float64)
-    for bad, what in ((~np.isfinite(w), "non-finite"), (w < 0, "negative")):
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise DataValidationError(
-                f"{name} has {int(bad.sum())} {what} weight(s) (first: entry {i} "
-                f"is {w[i]!r}); weights must be finite and >= 0 (0 drops an entry)."
-            )
-    if not (w > 0).any():
-        raise DataValidationError(
-            f"{name} is 0 for every entry, which leaves nothing to fit; give the "
-            "entries to fit a positive weight."
-        )
-    return w
 
 
 def _as_problem(X, *, loss, validation, shape, device, dtype) -> CompletionProblem:

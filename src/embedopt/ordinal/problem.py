@@ -44,6 +44,7 @@ from .._core import (
     InvalidParameterError,
     RandomStateLike,
     as_array,
+    check_sample_weight,
     check_tensor_memory,
     resolve_device,
     resolve_dtype,
@@ -103,31 +104,13 @@ def comparison_weights(
         n_rows, kept = len(comps), None
     else:
         n_rows, kept = len(comps) + comps.n_dropped, comps.kept
-    w = as_array(sample_weight, "sample_weight")
-    if w.dtype.kind not in "biuf":
-        raise DataValidationError(
-            f"{owner}: sample_weight must be real numbers, one per comparison; "
-            f"got dtype {w.dtype}."
-        )
-    if w.shape != (n_rows,):
-        raise DataValidationError(
-            f"{owner}: sample_weight must hold one weight per comparison, shape "
-            f"({n_rows},); got shape {w.shape}."
-        )
-    w = w.astype(np.float64)
-    bad = ~np.isfinite(w) | (w < 0)
-    if bad.any():
-        first = int(np.flatnonzero(bad)[0])
-        raise DataValidationError(
-            f"{owner}: {int(bad.sum())} sample_weight value(s) are negative, NaN "
-            f"or infinite (first: comparison {first} has {w[first]!r}). Give "
-            "every comparison a finite weight >= 0 (0 leaves it out)."
-        )
+    w = check_sample_weight(sample_weight, n_rows, owner=owner, unit="comparison")
     w = w if kept is None else w[kept]
     if not (w > 0).any():
         raise DataValidationError(
-            f"{owner}: every sample_weight is 0, so no comparison is left to fit; "
-            "give at least one comparison a positive weight."
+            f"{owner}: sample_weight is 0 for every comparison left after the "
+            "degenerate ones were dropped, which leaves nothing to fit; give at "
+            "least one of them a positive weight."
         )
     return w
 

@@ -53,7 +53,13 @@ from numpy.typing import ArrayLike
 from torch import nn
 from torch.func import functional_call, jvp, vjp
 
-from .._core import DataValidationError, InvalidParameterError, Options, check_param
+from .._core import (
+    DataValidationError,
+    InvalidParameterError,
+    Options,
+    check_param,
+    check_sample_weight,
+)
 from ..data import InteractionsLike, as_interactions
 from ..linalg import SparsePattern, hutchinson_diagonal
 from ..linalg.points import as_tuple, pack
@@ -629,27 +635,7 @@ def _sample_weight(w, order: np.ndarray, owner: str, device) -> torch.Tensor | N
     takes the input order there); None stays None."""
     if w is None:
         return None
-    n = order.size
-    arr = np.asarray(w.cpu() if isinstance(w, torch.Tensor) else w)
-    if arr.shape != (n,) or arr.dtype.kind not in "iuf":
-        raise DataValidationError(
-            f"sample_weight of {owner} must be {n} real numbers, one per observed "
-            f"pair in the order of the pairs; got dtype {arr.dtype}, shape "
-            f"{arr.shape}."
-        )
-    arr = arr.astype(np.float64)
-    bad = ~np.isfinite(arr) | (arr < 0)
-    if bad.any():
-        at = int(np.argmax(bad))
-        raise DataValidationError(
-            f"sample_weight of {owner} must be finite and >= 0; pair {at} has "
-            f"{float(arr[at])}. Drop the pair, or give it weight 0."
-        )
-    if not arr.any():
-        raise DataValidationError(
-            f"sample_weight of {owner} is 0 on every pair, which leaves no "
-            "observed pair to fit; give positive weights (None: all 1)."
-        )
+    arr = check_sample_weight(w, order.size, owner=owner, unit="pair")
     return torch.as_tensor(arr[order], dtype=_F64, device=device)
 
 
