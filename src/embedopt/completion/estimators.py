@@ -213,6 +213,44 @@ class _CompletionEstimator(BaseEstimator):
                 )
         return train, held
 
+    def _problems(self, entries, weight, validation, ctx, loss, center):
+        """Split, choose and fit the centering, and build the training problem
+        and the refit problem on every entry (None unless ``lam="auto"`` with
+        ``refit``)."""
+        (train, w_train), (val, w_val) = self._split(
+            entries, weight, validation, ctx.random_state
+        )
+        self.center_, self.centering_selection_ = choose_centering(
+            center,
+            train,
+            val,
+            reg=self.center_reg,
+            random_state=ctx.random_state.numpy,
+            sample_weight=w_train,
+            validation_weight=w_val,
+        )
+        self.centering_ = Centering(self.center_, self.scale, self.center_reg).fit(
+            train, w_train
+        )
+        # The refit uses every entry: a held-out part of entries is in entries.
+        refit = w_refit = None
+        if self.lam == "auto" and self.refit:
+            given = None if validation is None else val
+            refit = refit_entries(entries, given)
+            w_refit = refit_sample_weight(entries, given, weight)
+        return completion_problems(
+            self.centering_,
+            train,
+            val,
+            refit,
+            loss=loss,
+            device=ctx.device,
+            dtype=ctx.dtype,
+            sample_weight=w_train,
+            validation_weight=w_val,
+            refit_weight=w_refit,
+        )
+
     def fit(
         self,
         X: EntriesLike,
@@ -272,38 +310,8 @@ class _CompletionEstimator(BaseEstimator):
                 owner=f"{type(self).__name__}.fit",
                 unit="entry",
             )
-        (train, w_train), (val, w_val) = self._split(
-            entries, weight, validation, ctx.random_state
-        )
-        self.center_, self.centering_selection_ = choose_centering(
-            center,
-            train,
-            val,
-            reg=self.center_reg,
-            random_state=ctx.random_state.numpy,
-            sample_weight=w_train,
-            validation_weight=w_val,
-        )
-        self.centering_ = Centering(self.center_, self.scale, self.center_reg).fit(
-            train, w_train
-        )
-        # The refit uses every entry: a held-out part of entries is in entries.
-        refit = w_refit = None
-        if self.lam == "auto" and self.refit:
-            given = None if validation is None else val
-            refit = refit_entries(entries, given)
-            w_refit = refit_sample_weight(entries, given, weight)
-        problem, refit_problem = completion_problems(
-            self.centering_,
-            train,
-            val,
-            refit,
-            loss=loss,
-            device=ctx.device,
-            dtype=ctx.dtype,
-            sample_weight=w_train,
-            validation_weight=w_val,
-            refit_weight=w_refit,
+        problem, refit_problem = self._problems(
+            entries, weight, validation, ctx, loss, center
         )
         solver = resolve_solver(self.solver)
         fitted = fit_path(
