@@ -667,6 +667,7 @@ def _check_size(owner: str, shape, k: int, ctx) -> None:
         f"the {k}-dimensional embeddings of {m} users and {n} items",
         "A stray index or ids never remapped to 0..n-1 are the usual cause (the "
         "shape is max index + 1 unless the side features or a sparse matrix "
-        "give it): drop the stray pairs, or remap the ids "
-        "(np.unique(ids, return_inverse=True)).",
+        "give it): drop the stray pairs, or pass a DataFrame to map the ids "
+        "to 0..n-1 (the model keeps the map; or np.unique(ids, "
+        "return_inverse=True) by hand).",
     )
