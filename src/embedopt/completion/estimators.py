@@ -34,6 +34,7 @@ from ..data.frames import (
     is_frame,
     is_id_column,
     map_id_columns,
+    public_ids,
 )
 from ..metrics import rmse
 from ..optim import IterationState
@@ -194,13 +195,6 @@ def _mapped_shape(shape, maps) -> tuple | None:
                 "shape=None with ids, or pass positions 0..n-1."
             )
     return shape
-
-
-def _public_ids(id_map: IdMap | None) -> np.ndarray | None:
-    """A map's ids as a fitted attribute: int64 or str (storable without pickle)."""
-    if id_map is None:
-        return None
-    return id_map.ids.astype(np.int64 if id_map.ids.dtype.kind == "i" else str)
 
 
 def _unfolded_columns(idx: np.ndarray, shape, d: int) -> np.ndarray:
@@ -736,7 +730,7 @@ class MatrixCompletion(_CompletionEstimator):
         return [self.factors_]
 
     def _store_ids(self, maps: list) -> None:
-        self.user_ids_, self.item_ids_ = (_public_ids(m) for m in maps)
+        self.user_ids_, self.item_ids_ = (public_ids(m) for m in maps)
 
     def _mode_ids(self) -> list:
         return [self.user_ids_, self.item_ids_]
@@ -847,7 +841,7 @@ class TensorCompletion(_CompletionEstimator):
         return self.factors_
 
     def _store_ids(self, maps: list) -> None:
-        ids = [_public_ids(m) for m in maps]
+        ids = [public_ids(m) for m in maps]
         self.mode_ids_ = None if all(i is None for i in ids) else ids
 
     def _mode_ids(self) -> list:

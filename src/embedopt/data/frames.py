@@ -34,11 +34,14 @@ from .ids import IdMap, _as_ids
 
 __all__ = [
     "UNKNOWN_POLICIES",
+    "decode_ids",
     "encode_ids",
     "frame_columns",
     "is_frame",
     "is_id_column",
     "map_id_columns",
+    "pair_columns",
+    "public_ids",
 ]
 
 #: The values of every estimator's ``unknown`` parameter: what ``predict``
@@ -292,3 +295,89 @@ def _column(values, what: str) -> np.ndarray:
             f"{what} must be one column of ids (1-d); got shape {arr.shape}."
         )
     return arr
+
+
+def public_ids(id_map: IdMap | None) -> np.ndarray | None:
+    """A map's ids as a fitted attribute (``user_ids_``...): int64 or str.
+
+    Both are stored without pickle (``numpy.save``); None stays None (a
+    column fitted on positions).
+
+    Parameters
+    ----------
+    id_map : IdMap or None
+
+    Returns
+    -------
+    numpy.ndarray or None
+    """
+    if id_map is None:
+        return None
+    return id_map.ids.astype(np.int64 if id_map.ids.dtype.kind == "i" else str)
+
+
+def decode_ids(codes: ArrayLike, ids: np.ndarray | None) -> np.ndarray:
+    """The user's ids of codes (any shape), with -1 (a pad) kept as a pad.
+
+    Parameters
+    ----------
+    codes : array-like of int
+        Codes 0..n-1; -1 pads.
+    ids : numpy.ndarray or None
+        The fitted ids (``item_ids_``...); None returns the codes unchanged.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``ids[codes]``; a pad becomes -1 for integer ids, ``""`` for strings.
+    """
+    codes = np.asarray(codes)
+    if ids is None:
+        return codes
+    out = ids[np.maximum(codes, 0)]
+    out[codes < 0] = -1 if ids.dtype.kind == "i" else ""
+    return out
+
+
+def pair_columns(
+    X: object, *, owner: str
+) -> tuple[tuple[np.ndarray, ...], list[IdMap | None]] | None:
+    """(user, item) pairs given as ids: a frame, or a tuple with a string column.
+
+    A frame has exactly two columns, users then items (a third is refused:
+    weights go in ``sample_weight``); a tuple ``(users, items[, values])``
+    is mapped column by column where a column holds strings or objects.
+
+    Parameters
+    ----------
+    X : object
+        What ``fit`` received.
+    owner : str
+        The estimator, for messages.
+
+    Returns
+    -------
+    tuple or None
+        ``((users, items[, values]), [user_map, item_map])`` with codes for
+        mapped columns; None for input without ids (positions, sparse
+        matrices, Interactions), read as before.
+    """
+    if is_frame(X):
+        columns, _ = frame_columns(
+            X,
+            ("user", "item"),
+            owner=owner,
+            values="refuse",
+            extra_hint="A pair's weight (a rating, a count) is not read from the "
+            "frame: pass it as sample_weight= to fit.",
+        )
+        codes, maps = map_id_columns(columns, ("user", "item"), every=True)
+        return tuple(codes), maps
+    if (
+        isinstance(X, tuple)
+        and len(X) in (2, 3)
+        and (is_id_column(X[0]) or is_id_column(X[1]))
+    ):
+        codes, maps = map_id_columns(X[:2], ("user", "item"))
+        return (*codes, *X[2:]), maps
+    return None

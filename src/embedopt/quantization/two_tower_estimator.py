@@ -20,11 +20,13 @@ from .._core import (
     DataValidationError,
     DeviceLike,
     DtypeLike,
+    Options,
     RandomStateLike,
     check_is_fitted,
     to_numpy,
 )
 from ..data import (
+    UNKNOWN_POLICIES,
     InteractionsLike,
     SideFeatures,
     as_interactions,
@@ -105,6 +107,10 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
         OPQ iterations of the warm start (paper: 200).
     log_every : int
         Steps per history row.
+    unknown : {"raise", "nan", "fallback"}
+        What ``recommend``, ``similar_items``, ``predict`` and ``evaluate``
+        do with an unknown id, as in :class:`~embedopt.similarity.TwoTowerModel`
+        (``"fallback"``: the popularity ranking of the training items).
     random_state : None, int or numpy Generator
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}
@@ -121,6 +127,9 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
     net_ : TwoTowerNet
     shape_ : tuple of int
         ``(n_users, n_items)``.
+    user_ids_, item_ids_ : numpy.ndarray or None
+        The users' and items' ids in code order (int64 or str) where ``fit``
+        mapped them; None for positions.
     history_ : dict of numpy.ndarray
         Index phase (``objective``, ``retrieval_loss``, ``distortion``), or
         the warm-up's where a callback ended the fit there.
@@ -161,6 +170,7 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
 
     _parameter_constraints: ClassVar[dict] = {
         **TWO_TOWER_CONSTRAINTS,
+        "unknown": [Options(UNKNOWN_POLICIES)],
         "random_state": ["random_state"],
         "device": ["device"],
         "dtype": ["dtype"],
@@ -186,6 +196,7 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
         warm_start_samples: int = 8192,
         warm_start_iter: int = 200,
         log_every: int = 100,
+        unknown: str = "raise",
         random_state: RandomStateLike = None,
         device: DeviceLike = "auto",
         dtype: DtypeLike = "float32",
@@ -214,8 +225,12 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : ObservedEntries or tuple (users, items[, values])
-            Positive interactions (values, if any, are ignored).
+        X : DataFrame, ObservedEntries or tuple (users, items[, values])
+            Positive interactions (values, if any, are ignored). A DataFrame
+            holds two columns, users then items (read by position), whose
+            ids are mapped to codes 0..n-1 in sorted order and kept
+            (``user_ids_``, ``item_ids_``), as are string columns of a tuple;
+            ``recommend``, ``predict``... then take and return those ids.
         y : None
             Ignored.
         shape : tuple (n_users, n_items), optional
@@ -236,7 +251,7 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
         self
         """
         ctx = self._start_fit()
-        data = as_interactions(X, shape)
+        data = as_interactions(self._map_pairs(X, shape), shape)
         state = None
         if warm_start_from is not None:
             state = getattr(warm_start_from, "warm_state_", None)
