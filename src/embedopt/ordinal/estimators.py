@@ -588,7 +588,7 @@ class OrdinalEmbedding(BaseEstimator):
         """
         check_is_fitted(self, "embedding_")
         X = self._codes(X, self.unknown)
-        if isinstance(X, np.ndarray) and (X < 0).any():  # unknown objects
+        if self.object_ids_ is not None and isinstance(X, np.ndarray) and (X < 0).any():
             # stand-ins beyond the fitted objects: oriented by y, then unknown
             fake = self.n_objects_ + np.arange(X.size).reshape(X.shape)
             comps = as_comparisons(
