@@ -112,7 +112,7 @@ def test_frames_are_read_by_position():
     )
     assert np.isnan(frame_columns(nullable, ("user", "item"), owner="M")[1][1])
     text = df.assign(r=["x", "y"])[["u", "i", "r"]]
-    with pytest.raises(DataValidationError, match="value column 'r'.*numbers"):
+    with pytest.raises(DataValidationError, match=r"value column 'r'.*numbers"):
         frame_columns(text, ("user", "item"), owner="M")
 
 

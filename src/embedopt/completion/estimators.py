@@ -539,7 +539,7 @@ class _CompletionEstimator(BaseEstimator):
                 f"{max_elements}); use predict(...) for the entries you need."
             )
         idx = np.stack(np.unravel_index(np.arange(size), self.shape_), axis=1)
-        return self.decision_function(idx).reshape(self.shape_)
+        return self._values_at(idx).reshape(self.shape_)  # codes, not ids
 
 
 class MatrixCompletion(_CompletionEstimator):
