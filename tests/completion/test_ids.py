@@ -8,7 +8,7 @@ import pytest
 from embedopt._core import DataValidationError, InvalidParameterError
 from embedopt.completion import MatrixCompletion, TensorCompletion
 from embedopt.data import make_low_rank_tensor
-from tests.conftest import random_entries
+from tests.conftest import data_dir, random_entries, requires_dataset
 
 _E = random_entries(m=15, n=12, rank=2, frac=0.7, seed=0)[0]
 _USERS = np.array([f"user{k}" for k in range(15)])  # sorted differently
@@ -122,3 +122,19 @@ def test_tensor_fallback_keeps_the_known_modes_offsets():
     out = model.predict([["m0-1", "zz", "m2-2"]])
     expected = cen.mean_ + cen.offsets_[0][1] + cen.offsets_[2][2]
     np.testing.assert_allclose(out, [expected])
+
+
+@requires_dataset("movielens-latest-small")
+@pytest.mark.slow
+def test_movielens_ids_fit_as_they_are_in_the_csv():
+    """A new user's first fit: the raw userId / movieId columns of ratings.csv
+    (movieIds up to 193,609, 9,724 used) give a 610 x 9,724 model, not
+    611 x 193,610, and predict takes the raw ids."""
+    pd = pytest.importorskip("pandas")
+    df = pd.read_csv(data_dir() / "movielens-latest-small" / "ratings.csv")
+    model = MatrixCompletion(random_state=0).fit(df[["userId", "movieId", "rating"]])
+    assert model.shape_ == (610, 9724)
+    assert model.item_ids_.max() == 193609
+    pred = model.predict(df["userId"][:100], df["movieId"][:100])
+    assert np.isfinite(pred).all()
+    assert model.score(df[["userId", "movieId", "rating"]]) > -1.0

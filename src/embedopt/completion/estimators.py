@@ -26,10 +26,11 @@ from .._core import (
     to_numpy,
     validate_params,
 )
-from ..data import IdMap, ObservedEntries, as_observed_entries, split_entries
+from ..data import ObservedEntries, as_observed_entries, split_entries
 from ..data.frames import (
     UNKNOWN_POLICIES,
     encode_ids,
+    fitted_maps,
     frame_columns,
     is_frame,
     is_id_column,
@@ -257,7 +258,7 @@ class _CompletionEstimator(BaseEstimator):
 
     def _id_maps(self) -> list:
         """The fitted id map of each mode (None: fitted on positions)."""
-        return [None if ids is None else IdMap(ids) for ids in self._mode_ids()]
+        return fitted_maps(self, self._mode_ids())
 
     def _mode_ids(self) -> list:
         raise NotImplementedError

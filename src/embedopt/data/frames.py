@@ -36,6 +36,7 @@ __all__ = [
     "UNKNOWN_POLICIES",
     "decode_ids",
     "encode_ids",
+    "fitted_maps",
     "frame_columns",
     "is_frame",
     "is_id_column",
@@ -381,3 +382,30 @@ def pair_columns(
         codes, maps = map_id_columns(X[:2], ("user", "item"))
         return (*codes, *X[2:]), maps
     return None
+
+
+def fitted_maps(model: object, arrays: Sequence[np.ndarray | None]) -> list:
+    """The IdMaps of a fitted model's id arrays (``user_ids_``...), built once.
+
+    The maps are cached on ``model`` with the arrays they were built from and
+    rebuilt when an attribute holds another array (a refit, a loaded model):
+    a prediction does not rebuild a hash table of every id.
+
+    Parameters
+    ----------
+    model : object
+        The estimator (the cache is its ``_id_map_cache`` attribute).
+    arrays : sequence of numpy.ndarray or None
+        Its fitted ids per column; None for a column of positions.
+
+    Returns
+    -------
+    list of IdMap or None
+    """
+    cache = getattr(model, "_id_map_cache", None)
+    if cache is not None and len(cache[0]) == len(arrays):
+        if all(a is b for a, b in zip(cache[0], arrays, strict=True)):
+            return cache[1]
+    maps = [None if a is None else IdMap(a) for a in arrays]
+    model._id_map_cache = (list(arrays), maps)
+    return maps

@@ -216,8 +216,10 @@ class IdMap:
         pd = _pandas()
         if not (len(self) and values.size and _same_kind(values, self.ids)):
             pass  # nothing can match
-        elif pd is not None:  # a hash lookup
-            codes = pd.Index(self.ids).get_indexer(values).astype(np.int64)
+        elif pd is not None:  # a hash lookup; the table is built once per map
+            if getattr(self, "_index", None) is None:
+                self._index = pd.Index(self.ids)
+            codes = self._index.get_indexer(values).astype(np.int64)
         else:
             pos = np.searchsorted(self.ids, values).clip(0, len(self) - 1)
             hit = self.ids[pos] == values

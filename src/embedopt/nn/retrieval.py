@@ -47,6 +47,7 @@ from ..data import IdMap, Interactions, InteractionsLike, as_interactions
 from ..data.frames import (
     decode_ids,
     encode_ids,
+    fitted_maps,
     frame_columns,
     is_frame,
     pair_columns,
@@ -216,7 +217,7 @@ class RetrievalMixin:
 
     def _maps(self) -> tuple[IdMap | None, IdMap | None]:
         ids = (getattr(self, "user_ids_", None), getattr(self, "item_ids_", None))
-        return tuple(None if a is None else IdMap(a) for a in ids)
+        return tuple(fitted_maps(self, ids))
 
     @property
     def _unknown(self) -> str:

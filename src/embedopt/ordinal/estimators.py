@@ -23,10 +23,11 @@ from .._core import (
     check_is_fitted,
     to_numpy,
 )
-from ..data import Comparisons, IdMap, as_comparisons, as_quadruplets
+from ..data import Comparisons, as_comparisons, as_quadruplets
 from ..data.frames import (
     UNKNOWN_POLICIES,
     encode_ids,
+    fitted_maps,
     frame_columns,
     is_frame,
     map_id_columns,
@@ -428,7 +429,7 @@ class OrdinalEmbedding(BaseEstimator):
             if a.ndim != 2:
                 return X
             read = list(a.T), False
-        id_map = IdMap(self.object_ids_)
+        id_map = fitted_maps(self, [self.object_ids_])[0]
         owner = type(self).__name__
         columns = [
             encode_ids(c, id_map, what="object ids", unknown=unknown, owner=owner)
@@ -497,7 +498,7 @@ class OrdinalEmbedding(BaseEstimator):
         if self.object_ids_ is not None:
             idx = encode_ids(
                 np.atleast_1d(objects),
-                IdMap(self.object_ids_),
+                fitted_maps(self, [self.object_ids_])[0],
                 what="object ids",
                 unknown=self.unknown,
                 owner=type(self).__name__,
