@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+import embedopt
 import embedopt.completion.path as mc_module
 import embedopt.quantization.estimators as pq_module
 import embedopt.quantization.solvers as pq_solvers
@@ -45,6 +46,7 @@ from embedopt.sdp import ColoredMVU, KernelLearning
 from embedopt.similarity import SOLVERS as SIM_SOLVERS
 from embedopt.similarity import TwoTowerModel
 from embedopt.similarity import estimators as sim_module
+from tests._persistence import assert_same_estimator
 from tests.conftest import random_entries
 
 
@@ -76,6 +78,10 @@ class EstimatorCase:
     wiring: list[tuple] = field(default_factory=list)
     bad_params: list[dict] = field(default_factory=list)
     bad_inputs: list[tuple[tuple | Call, type, str]] = field(default_factory=list)
+
+
+#: Two entries of a matrix, to pair with bad sample weights.
+_TWO = ([0, 1], [0, 1], [1.0, 2.0])
 
 
 def _mc_data():
@@ -152,6 +158,10 @@ CASES = [
             ((([0, 0], [0, 0], [1.0, 2.0]),), DataValidationError, "duplicate"),
             ((([0, 1], [0, 1], [1.0, np.inf]),), DataValidationError, "infinite"),
             (("text",), DataValidationError, "cannot read"),
+            (Call.of(_TWO, sample_weight=[1.0]), DataValidationError, "one weight"),
+            (Call.of(_TWO, sample_weight=[1.0, -1.0]), DataValidationError, "negative"),
+            (Call.of(_TWO, sample_weight=[np.nan, 1]), DataValidationError, "finite"),
+            (Call.of(_TWO, sample_weight=[0, 0]), DataValidationError, "every entry"),
         ],
     ),
     EstimatorCase(
@@ -268,7 +278,12 @@ CASES.append(
         ],
         bad_params=[{"max_iter": 0}, {"mode_weights": 3.0}, {"lam": "big"}],
         bad_inputs=[
-            ((([0, 1], [0, 1], [1.0, 2.0]),), DataValidationError, "3 or more modes")
+            ((([0, 1], [0, 1], [1.0, 2.0]),), DataValidationError, "3 or more modes"),
+            (
+                Call.of((np.eye(2, 3, dtype=int), [1.0, 2.0]), sample_weight=[-1, 1]),
+                DataValidationError,
+                "negative",
+            ),
         ],
     )
 )
@@ -710,6 +725,8 @@ def test_not_fitted_before_fit(case):
     assert not hasattr(est, case.fitted_attr)
     with pytest.raises(NotFittedError):
         case.output(est, case.fit_args())
+    with pytest.raises(NotFittedError, match="only fitted estimators are saved"):
+        est.save("never-written.embedopt")
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids)
@@ -745,11 +762,35 @@ def test_clone_and_pickle(case):
 
 @pytest.mark.parametrize("case", CASES, ids=ids)
 @pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
-def test_every_documented_option_runs(case):
+def test_save_load_round_trip(case, tmp_path):
+    args = case.fit_args()
+    est = case.make().fit(*args)
+    path = tmp_path / "model.embedopt"
+    est.save(path)
+    expected = case.output(est, args)
+    for again in (type(est).load(path), embedopt.load(path)):
+        assert_same_estimator(est, again)
+        np.testing.assert_array_equal(case.output(again, args), expected, strict=True)
+        # a loaded estimator pickles, and saves to the same content
+        np.testing.assert_array_equal(
+            case.output(pickle.loads(pickle.dumps(again)), args), expected
+        )
+        again.save(tmp_path / "again.embedopt")
+        assert_same_estimator(est, type(est).load(tmp_path / "again.embedopt"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+def test_every_documented_option_runs(case, tmp_path):
     args = case.fit_args()
     for opt in case.options:
-        out = case.output(case.make(**opt).fit(*args), args)
+        est = case.make(**opt).fit(*args)
+        out = case.output(est, args)
         assert np.all(np.isfinite(out)), opt
+        # and every fitted variant round-trips through save / load
+        est.save(tmp_path / "model.embedopt")
+        again = embedopt.load(tmp_path / "model.embedopt")
+        np.testing.assert_array_equal(case.output(again, args), out, strict=True)
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids)
@@ -947,13 +988,18 @@ def test_string_ids_fit_as_positions_and_predict_in_the_same_ids(id_case):
 
 @pytest.mark.parametrize("id_case", ID_CASES, ids=[c.name for c in ID_CASES])
 @pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
-def test_a_data_frame_round_trips_through_the_ids(id_case):
+def test_a_data_frame_round_trips_through_the_ids(id_case, tmp_path):
     case = _BY_NAME[id_case.name]
     args = case.fit_args()
     frame = _frame(args, id_case)
     a = case.make().fit(*args)
     b = case.make().fit(frame)
     np.testing.assert_array_equal(*id_case.outputs(a, b, args))
+    # the ids are saved with the model (no pickle) and predict the same
+    b.save(tmp_path / "ids.embedopt")
+    again = type(b).load(tmp_path / "ids.embedopt")
+    assert_same_estimator(b, again)
+    np.testing.assert_array_equal(*id_case.outputs(a, again, args))
     # integer ids exactly 0..n-1 in a frame: identity maps, the positional fit
     is_numeric = pytest.importorskip("pandas").api.types.is_numeric_dtype
     ints = frame.apply(

@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
 from embedopt.data import load_libsvm  # noqa: E402
+from embedopt.sdp import kernel_kmeans  # noqa: E402
 
 #: Columns of the LIBSVM adult files (a1a ... a9a): 123 binary features.
 ADULT_FEATURES = 123
@@ -50,17 +51,8 @@ def adult(name: str, rng=None):
 
 
 def kmeans(V: np.ndarray, k: int, n_init: int = 10, seed: int = 0) -> np.ndarray:
-    """Kernel k-means on Z = V V^T: k-means (Lloyd, k-means++) on the rows of V."""
-    from scipy.cluster.vq import kmeans2
-
-    rng = np.random.default_rng(seed)
-    best, best_cost = None, np.inf
-    for _ in range(n_init):
-        centers, labels = kmeans2(V, k, minit="++", seed=rng)
-        cost = float(((V - centers[labels]) ** 2).sum())
-        if cost < best_cost:
-            best, best_cost = labels, cost
-    return best
+    """Kernel k-means on Z = V V^T (:func:`embedopt.sdp.kernel_kmeans`)."""
+    return kernel_kmeans(V, k, n_init=n_init, random_state=seed)
 
 
 def digits(n: int | None = None):

@@ -12,10 +12,16 @@ recall@10, nDCG@10, MAP@10 and fit time, measured side by side in one run:
   best of its own grid (factors, regularization, alpha) chosen on a
   validation split inside the training pairs, then refit on all of them.
 
+With ``--weights``, instead: ``TwoTowerModel()`` without and with
+confidence weights from the ratings (``sample_weight = 1 + alpha r``, alpha
+chosen on a validation split inside the training pairs), medians over
+``--seeds`` seeds (``_weights.py``).
+
 Usage::
 
     python benchmarks/similarity/ranking.py --quick      # ML-100K, small grid
     python benchmarks/similarity/ranking.py              # ML-1M, full grid
+    python benchmarks/similarity/ranking.py --weights    # ML-1M, 3 seeds
 """
 
 from __future__ import annotations
@@ -97,8 +103,25 @@ def _ials_grid(train, seed, threads, quick):
 def main() -> int:
     p = _shared.parser(__doc__.splitlines()[0])
     p.add_argument("--data", default=None, help="100k or 1m (default: 100k quick, 1m)")
+    p.add_argument(
+        "--weights",
+        action="store_true",
+        help="compare confidence weights 1 + alpha r with none instead",
+    )
+    p.add_argument("--seeds", type=int, default=None, help="--weights: 1 quick, 3")
+    p.add_argument(
+        "--alphas",
+        type=float,
+        nargs="+",
+        default=[0.1, 0.3, 1.0, 10.0],
+        help="--weights: the alphas to choose from on validation",
+    )
     args = p.parse_args()
     _shared.setup(args)
+    if args.weights:
+        import _weights
+
+        return _weights.run(args)
     name = args.data or ("100k" if args.quick else "1m")
     train, test, users, items = movielens(name, args.seed)
     rows = {}

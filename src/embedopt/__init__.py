@@ -44,4 +44,6 @@ from ._core.exceptions import *  # noqa: E402, F403
 
 __version__ = "0.1.0.dev0"
 
-__all__ = [*_exceptions.__all__, "__version__"]
+from ._load import load  # noqa: E402
+
+__all__ = [*_exceptions.__all__, "__version__", "load"]

@@ -4,7 +4,14 @@ import numpy as np
 import pytest
 import torch
 
-from embedopt.completion import MatrixCompletion, ais_impute, soft_impute
+from embedopt.completion import (
+    CompletionProblem,
+    MatrixCompletion,
+    ais_impute,
+    postprocess,
+    soft_impute,
+)
+from embedopt.completion.postprocess import refine
 from embedopt.linalg import DenseOperator, SparsePattern, partial_svd
 from tests.conftest import random_entries, requires_cuda
 
@@ -78,4 +85,31 @@ def test_estimator_on_cuda():
     assert gpu.lam_ == pytest.approx(cpu.lam_, rel=1e-6)
     np.testing.assert_allclose(
         gpu.predict([0, 1], [2, 3]), cpu.predict([0, 1], [2, 3]), rtol=1e-4, atol=1e-4
+    )
+
+
+def test_factors_built_on_the_cpu_meet_a_cuda_problem():
+    # A user's own factors (CPU tensors) reached a CUDA sparse kernel and
+    # failed with torch's device-mismatch error.
+    entries, _, _ = random_entries(m=30, n=20, rank=2, frac=0.6)
+    problem = CompletionProblem(entries, device="cuda", dtype="float64")
+    U, s, V = ais_impute(entries, lam=1.0, device="cpu", dtype="float64").x
+    assert problem.predict((U, s, V)).device.type == "cuda"
+    for out in (postprocess(problem, U, s, V), refine(problem, U, s, V)):
+        assert all(t.device.type == "cuda" for t in out)
+
+
+def test_weighted_estimator_on_cuda():
+    entries, _, _ = random_entries(m=60, n=45, rank=3, frac=0.5)
+    w = np.random.default_rng(0).uniform(0.0, 2.0, entries.nnz)
+    fits = [
+        MatrixCompletion(random_state=0, device=d, dtype="float64").fit(
+            entries, sample_weight=w
+        )
+        for d in ("cpu", "cuda")
+    ]
+    assert fits[1].factors_[0].device.type == "cuda"
+    assert fits[1].lam_ == pytest.approx(fits[0].lam_, rel=1e-6)
+    np.testing.assert_allclose(
+        *(f.predict([0, 1], [2, 3]) for f in fits), rtol=1e-4, atol=1e-4
     )

@@ -69,6 +69,23 @@ def test_resolve_device():
         resolve_device("tpu")
 
 
+def test_the_environment_decides_what_auto_means(monkeypatch):
+    monkeypatch.setenv("EMBEDOPT_DEVICE", "cpu")
+    assert resolve_device("auto") == resolve_device(None) == torch.device("cpu")
+    monkeypatch.setenv("EMBEDOPT_DEVICE", "auto")
+    assert resolve_device("auto").type == (
+        "cuda" if torch.cuda.is_available() else "cpu"
+    )
+    assert resolve_device("cpu") == torch.device("cpu")  # explicit devices win
+    monkeypatch.setenv("EMBEDOPT_DEVICE", "tpu")
+    with pytest.raises(InvalidParameterError, match="EMBEDOPT_DEVICE='tpu'"):
+        resolve_device("auto")
+    if not torch.cuda.is_available():
+        monkeypatch.setenv("EMBEDOPT_DEVICE", "cuda")
+        with pytest.raises(DeviceUnavailableError, match="Unset it"):
+            resolve_device("auto")
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA present")
 def test_cuda_unavailable_is_an_error():
     with pytest.raises(DeviceUnavailableError, match="CUDA is not available"):

@@ -29,6 +29,21 @@ def _pattern(m=13, n=9, frac=0.4, seed=0):
     return SparsePattern(r[perm], c[perm], (m, n)), r[perm], c[perm], rng
 
 
+def test_transposed_values_are_not_taken_from_a_tensor_at_the_same_address():
+    # CUDA's caching allocator hands a freed tensor's memory to the next one,
+    # with a fresh version counter; two tensors over one NumPy buffer are the
+    # same situation on the CPU.
+    pat, r, _c, rng = _pattern()
+    buf = rng.standard_normal(r.size)
+    first = torch.from_numpy(buf)
+    pat.to_csr_transposed(first)
+    buf[:] = rng.standard_normal(r.size)
+    second = torch.from_numpy(buf)
+    assert second.data_ptr() == first.data_ptr() and second._version == 0
+    expect = pat.to_csr(second.clone()).to_dense().T
+    torch.testing.assert_close(pat.to_csr_transposed(second).to_dense(), expect)
+
+
 def test_sparse_products_match_dense():
     pat, r, c, rng = _pattern()
     vals_in = torch.as_tensor(rng.standard_normal(r.size), dtype=D)

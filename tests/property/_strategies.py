@@ -8,8 +8,12 @@ result), and a short label for the report of a failing example.
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
 import math
 import numbers
+import zipfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -553,3 +557,92 @@ def parameter_values(name: str, constraints: list, *, budget: bool, extra=()):
 
     # half from the edges of the documented values, half from anything
     return st.one_of(st.sampled_from(edges), st.sampled_from(wild)).map(tag)
+
+
+# -- model files (save / load) ---------------------------------------------------
+
+
+def _zip_members(data: bytes) -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        return {n: zf.read(n) for n in zf.namelist()}
+
+
+def _zip_bytes(members: dict[str, bytes], *, rehash: bool = True) -> bytes:
+    """An archive of ``members``; the checksum of the JSON redone if asked."""
+    if rehash and "embedopt.json" in members:
+        digest = hashlib.sha256(members["embedopt.json"]).hexdigest()
+        members = {**members, "embedopt.json.sha256": digest.encode()}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, content in members.items():
+            zf.writestr(name, content)
+    return buf.getvalue()
+
+
+def _with_meta(data: bytes, edit) -> bytes:
+    members = _zip_members(data)
+    meta = json.loads(members["embedopt.json"])
+    edit(meta)
+    members["embedopt.json"] = json.dumps(meta).encode()
+    return _zip_bytes(members)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["$", "key", "id", "class", "x"]), inner)
+    ),
+    max_leaves=6,
+)
+
+
+_FILE_DAMAGES = [
+    *("truncated", "flipped", "newer", "other", "junk"),
+    *("zip", "array", "forged", "missing"),
+]
+
+
+@st.composite
+def bad_model_files(draw, valid: bytes, other: bytes):
+    """A damaged or foreign model file (bytes; None: no file at all).
+
+    ``valid`` is a model file of the estimator under test, ``other`` one of
+    another estimator. Only a flipped byte and a forged JSON entry may load
+    (a byte of the ZIP's headers that nothing checks, a forged value that is
+    valid); the rest must be refused.
+    """
+    kind = draw(st.sampled_from(_FILE_DAMAGES))
+    if kind == "truncated":
+        return refuse(valid[: draw(st.integers(0, len(valid) - 1))], kind)
+    if kind == "flipped":
+        data = bytearray(valid)
+        at = draw(st.integers(0, len(data) - 1))
+        data[at] ^= draw(st.integers(1, 255))
+        return borderline(bytes(data), f"{kind} at {at}")
+    if kind == "newer":
+        step = draw(st.integers(1, 2**40))
+        return refuse(
+            _with_meta(valid, lambda m: m.update(format_version=1 + step)), kind
+        )
+    if kind == "other":
+        return refuse(other, kind)
+    if kind == "junk":
+        return refuse(draw(st.binary(max_size=200)), kind)
+    if kind == "zip":
+        names = st.text("abc/.json", min_size=1, max_size=12)
+        return refuse(_zip_bytes(draw(st.dictionaries(names, st.binary()))), kind)
+    if kind == "array":
+        members = _zip_members(valid)
+        name = draw(st.sampled_from(sorted(n for n in members if n.endswith(".npy"))))
+        content = bytearray(members[name])
+        content[draw(st.integers(0, len(content) - 1))] ^= draw(st.integers(1, 255))
+        return refuse(_zip_bytes({**members, name: bytes(content)}), kind)
+    if kind == "forged":
+        meta = json.loads(_zip_members(valid)["embedopt.json"])
+        section = draw(st.sampled_from(["params", "state"]))
+        key = draw(st.sampled_from(sorted(meta[section])))
+        value = draw(_JSON)
+        edit = lambda m: m[section].update({key: value})  # noqa: E731
+        return borderline(_with_meta(valid, edit), f"forged {section}[{key!r}]")
+    return refuse(None, kind)

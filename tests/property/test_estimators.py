@@ -10,6 +10,8 @@ For every estimator, hypothesis generates
 * bad arguments for every method used after ``fit`` (``predict``,
   ``transform``, ``score``, ``recommend``, ``search``, ``kernel``...), on a
   tiny fitted model, and for the same methods before ``fit``,
+* bad model files for ``load`` (truncated, flipped bytes, a newer format
+  version, another estimator's file, tampered arrays, forged JSON, no file),
 
 and checks that each call ends acceptably as defined in
 :mod:`tests.property._harness`: the library's own exception (an
@@ -47,6 +49,7 @@ from embedopt.ordinal import OrdinalEmbedding  # noqa: E402
 from embedopt.quantization import ProductQuantizer, TwoTowerRetrieval  # noqa: E402
 from embedopt.sdp import ColoredMVU, KernelLearning  # noqa: E402
 from embedopt.similarity import TwoTowerModel  # noqa: E402
+from tests._persistence import assert_same_estimator  # noqa: E402
 
 from ._harness import call, check_finite, examples  # noqa: E402
 from ._strategies import (  # noqa: E402
@@ -54,6 +57,7 @@ from ._strategies import (  # noqa: E402
     bad_counts,
     bad_indices,
     bad_matrices,
+    bad_model_files,
     bad_values,
     borderline,
     junk,
@@ -183,6 +187,32 @@ _MC_ROWS, _MC_COLS = (a.astype(np.int64) for a in np.nonzero(_mask))
 _MC_VALS = (_rng.standard_normal((12, 2)) @ _rng.standard_normal((2, 10)))[_mask]
 
 
+def _sample_weights(n: int):
+    """Bad and borderline ``sample_weight`` of ``n`` entries (completion)."""
+    w = np.linspace(0.5, 2.0, n)
+    return st.sampled_from(
+        [
+            refuse(w[:-1], "sample_weight short"),
+            refuse(np.r_[w, 1.0], "sample_weight long"),
+            refuse(w[:, None], "sample_weight 2-D"),
+            refuse(np.zeros(n), "sample_weight zeros"),
+            refuse(np.r_[-1.0, w[1:]], "sample_weight negative"),
+            refuse(np.r_[np.nan, w[1:]], "sample_weight nan"),
+            refuse(np.r_[np.inf, w[1:]], "sample_weight inf"),
+            refuse(w.astype(str), "sample_weight str"),
+            refuse(w > 1, "sample_weight bool"),
+            refuse(w * 1e-300, "sample_weight underflow32"),
+            refuse(np.r_[1e39, w[1:]], "sample_weight overflow32"),
+            borderline(w * 1e30, "sample_weight huge"),
+            borderline(w * 1e-30, "sample_weight tiny"),
+            borderline(np.r_[0.0, w[1:]], "sample_weight one zero"),
+            borderline(np.arange(n) % 3, "sample_weight ints with zeros"),
+            borderline(list(w), "sample_weight list"),
+            borderline(torch.as_tensor(w), "sample_weight tensor"),
+        ]
+    )
+
+
 def _mc_fit_cases():
     rows, cols, vals = _MC_ROWS, _MC_COLS, _MC_VALS
     coo = (rows, cols, vals)
@@ -231,6 +261,9 @@ def _mc_fit_cases():
         ),
         junk().map(lambda b: case([b.value], bad=b)),
         shapes.map(shape_case),
+        _sample_weights(vals.size).map(
+            lambda b: case([coo], {"sample_weight": b.value}, b)
+        ),
         st.sampled_from(
             [
                 refuse((rows, cols), "tuple of 2 for a matrix"),
@@ -425,6 +458,9 @@ def _tc_fit_cases():
         bad_values(vals).map(lambda b: case([idx, b.value], bad=paired(b))),
         junk().map(lambda b: case([b.value], bad=b)),
         weights.map(lambda b: case([_TC], bad=b)),
+        _sample_weights(_TC.nnz).map(
+            lambda b: case([_TC], {"sample_weight": b.value}, b)
+        ),
         st.sampled_from(
             [
                 refuse((idx[:, :2], vals), "matrix positions"),
@@ -1522,3 +1558,40 @@ def test_methods_before_fit(subject, method, data):
         must_refuse=True,
         label="not fitted",
     )
+
+
+@functools.cache
+def saved(subject: Subject) -> bytes:
+    """The model file of :func:`fitted` ``(subject)``."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        fitted(subject).save(Path(folder) / "model.embedopt")
+        return (Path(folder) / "model.embedopt").read_bytes()
+
+
+@pytest.mark.parametrize("subject", SUBJECTS, ids=repr)
+@examples(1)
+@given(data=st.data())
+def test_load_bad_model_files(subject, data):
+    import tempfile
+    from pathlib import Path
+
+    other = SUBJECTS[(SUBJECTS.index(subject) + 1) % len(SUBJECTS)]
+    bad = data.draw(bad_model_files(saved(subject), saved(other)), label="file")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "model.embedopt"
+        if bad.value is not None:
+            path.write_bytes(bad.value)
+        out = call(
+            f"{subject.name}.load",
+            "file",
+            lambda: subject.cls.load(path),
+            must_refuse=bad.must_refuse,
+            label=bad.label,
+        )
+    if not out.refused:
+        assert type(out.value) is subject.cls
+        if bad.label.startswith("flipped"):  # a byte nothing reads: same model
+            assert_same_estimator(fitted(subject), out.value)

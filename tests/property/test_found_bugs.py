@@ -619,9 +619,11 @@ def test_a_path_too_long_for_the_file_system_is_an_option_error(capsys):
 
 
 def test_an_option_given_double_dash_as_its_value(capsys):
-    # argparse drops the "--" and stores [], which reached the command
+    # argparse (3.11) drops the "--" and stores [], which reached the command;
+    # 3.12's keeps "--" as the value, which the option's own check refuses
     line = _error_line(capsys, ["quantize", "--data=--"], at_parse=True)
-    assert "argument --data: expected one argument" in line
+    assert "argument --data: " in line
+    assert "expected one argument" in line or "'--' is neither" in line
 
 
 @pytest.mark.parametrize(

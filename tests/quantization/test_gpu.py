@@ -25,7 +25,14 @@ def test_product_quantizer_on_cuda_matches_cpu_search():
     _, ids = gpu.search(X[:5], codes, k=3)
     rec = gpu.decode(codes)
     brute = ((X[:5, None, :] - rec[None]) ** 2).sum(-1)
-    np.testing.assert_array_equal(ids, np.argsort(brute, 1)[:, :3])
+    # the ids of the 3 nearest reconstructions; where two are equally near to
+    # float32 rounding (the ADC tables and the brute force round apart) either
+    # order is right, so the distances are compared, and the ids elsewhere
+    found = np.take_along_axis(brute, ids, 1)
+    best = np.sort(brute, 1)[:, :3]
+    np.testing.assert_allclose(found, best, rtol=1e-5)
+    tied = np.isclose(best[:, :, None], brute[:, None, :], rtol=1e-5).sum(-1) > 1
+    np.testing.assert_array_equal(ids[~tied], np.argsort(brute, 1)[:, :3][~tied])
 
 
 def test_givens_optimizer_and_greedy_matching_on_cuda():

@@ -211,8 +211,11 @@ def test_bad_input_after_fit():
         pq.decode(np.full((2, 4), 99))
     with pytest.raises(DataValidationError, match="integers"):
         pq.decode(np.zeros((2, 4), np.float32))
-    with pytest.raises(DataValidationError, match="k must"):
+    # k and metric are the method's parameters, not data
+    with pytest.raises(InvalidParameterError, match="'k' parameter"):
         pq.search(X[:2], pq.encode(X), k=0)
+    with pytest.raises(InvalidParameterError, match="'metric' parameter"):
+        pq.search(X[:2], pq.encode(X), k=1, metric="cosine")
     with pytest.raises(DataValidationError, match="NaN"):
         pq.search(np.full((1, 8), np.nan), pq.encode(X), k=1)
 

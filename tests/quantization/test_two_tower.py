@@ -185,3 +185,16 @@ def test_float32_and_float64_start_from_the_same_towers():
             w64 = states[1][tower][name]
             assert w32.dtype == torch.float32 and w64.dtype == torch.float64
             torch.testing.assert_close(w32.double(), w64, rtol=0, atol=0)
+
+
+def test_sample_weight_is_refused_with_a_way_out():
+    # In-batch negatives give a per-pair weight no single meaning: refused
+    # before any work, naming the resampling alternative and TwoTowerModel.
+    u, i = _pairs()
+    model = TwoTowerRetrieval(random_state=0, device="cpu", **SMALL)
+    with pytest.raises(InvalidParameterError, match=r"p=w / w\.sum") as err:
+        model.fit((u, i), sample_weight=np.ones(len(u)))
+    assert "TwoTowerModel" in str(err.value)
+    assert not hasattr(model, "net_")
+    model.fit((u, i), sample_weight=None)  # None is the unweighted fit
+    assert hasattr(model, "net_")

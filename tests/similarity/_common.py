@@ -76,11 +76,17 @@ def make(
     dtype=torch.float64,
     chunk_size=None,
     seed=0,
+    sample_weight=None,
 ):
-    """(objective, problem, reference kwargs) of one configuration."""
+    """(objective, problem, reference kwargs) of one configuration;
+    ``sample_weight="random"``: a random confidence per observed pair."""
     prob = problem(seed, loss)
     imp = prob["tilde"] if imputation == "factors" else imputation
     ut, it = towers(kind, dtype, seed)
+    if isinstance(sample_weight, str):
+        rng = np.random.default_rng(seed + 100)
+        sample_weight = rng.random(len(prob["pairs"][0])) * 3
+    prob["sample_weight"] = sample_weight
     obj = AllPairsObjective(
         ut,
         it,
@@ -93,6 +99,7 @@ def make(
         imputed=imputed,
         lam=lam,
         chunk_size=chunk_size,
+        sample_weight=sample_weight,
     )
     ref = dict(loss=loss, omega=omega, lam=lam, imputed=imputed, imputation=imp)
     return obj, prob, ref

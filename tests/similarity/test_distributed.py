@@ -20,6 +20,7 @@ from embedopt.similarity import (
     run_distributed,
     shard_bounds,
 )
+from tests.conftest import fast_start_method
 
 from ._common import M, N, make
 
@@ -36,10 +37,19 @@ GAUSS_NEWTON = dict(
 NEWTON = dict(use="gauss_newton", damping=1.0, max_iter=2, tol=0.0, cg_max_iter=4)
 
 
-def _distributed(loss, imputed, chunk_size, *, shift=0.0, dtype=torch.float64):
+def _distributed(
+    loss, imputed, chunk_size, *, shift=0.0, dtype=torch.float64, sample_weight=None
+):
     """The configuration of ``make`` as a DistributedAllPairsObjective, its user
     tower's parameters moved by ``shift`` before construction."""
-    obj, prob, ref = make("mlp", loss, imputed, chunk_size=chunk_size, dtype=dtype)
+    obj, prob, ref = make(
+        "mlp",
+        loss,
+        imputed,
+        chunk_size=chunk_size,
+        dtype=dtype,
+        sample_weight=sample_weight,
+    )
     su, sv = obj.sides
     with torch.no_grad():
         for p in su.tower.parameters():
@@ -56,6 +66,7 @@ def _distributed(loss, imputed, chunk_size, *, shift=0.0, dtype=torch.float64):
         imputed=imputed,
         lam=ref["lam"],
         chunk_size=chunk_size,
+        sample_weight=prob["sample_weight"],
     )
 
 
@@ -110,6 +121,10 @@ def _worker():
     # float32 towers: the observed-pair products and their collectives run
     # in float32 (the Gramians in float64).
     out["float32"] = _oracles(_distributed(*CONFIGS[0], dtype=torch.float32))
+    # confidences of the observed pairs follow their users to their shard
+    out["weighted"] = _oracles(
+        _distributed(*CONFIGS[2], shift=float(dist.get_rank()), sample_weight="random")
+    )
     obj = _no_local_pairs(DistributedAllPairsObjective)
     out["no_pairs"], out["no_pairs_local"] = _oracles(obj), len(obj.labels)
     try:  # 1 user for 2 processes: refused on every process, no collective hangs
@@ -128,6 +143,10 @@ def one_process():
         for c in CONFIGS
     }
     out["float32"] = _oracles(make("mlp", *CONFIGS[0][:2], dtype=torch.float32)[0])
+    loss, imputed, chunk_size = CONFIGS[2]
+    out["weighted"] = _oracles(
+        make("mlp", loss, imputed, chunk_size=chunk_size, sample_weight="random")[0]
+    )
     out["no_pairs"] = _oracles(_no_local_pairs(AllPairsObjective))
     return out
 
@@ -137,7 +156,7 @@ def two_processes(one_process):
     # One launch for every check, forked after one_process has run the same
     # code here: spawned processes would import torch again and forked ones
     # would warm up torch.func again (seconds each).
-    return run_distributed(_worker, 2, threads=1, start_method="fork")
+    return run_distributed(_worker, 2, threads=1, start_method=fast_start_method())
 
 
 def _rel(a, b) -> float:
@@ -160,6 +179,15 @@ def test_two_processes_match_one(one_process, two_processes, config):
             assert res["objective"] == pytest.approx(single["objective"], rel=1e-12)
             assert res["objective"][-1] < res["objective"][0]
             assert _rel(res["x_gn"], single["x_gn"]) < 1e-10
+
+
+def test_weighted_pairs_match_one_process(one_process, two_processes):
+    single = one_process["weighted"]
+    assert single["value"] != pytest.approx(one_process[CONFIGS[2]]["value"])
+    for res in (r["weighted"] for r in two_processes):
+        assert res["value"] == pytest.approx(single["value"], rel=1e-13)
+        assert _rel(res["grad"], single["grad"]) < 1e-12
+        assert _rel(res["gn"], single["gn"]) < 1e-12
 
 
 def test_float32_towers_match_one_process(one_process, two_processes):
@@ -239,6 +267,12 @@ def test_run_distributed_refuses_bad_parameters():
         run_distributed(print, 1, start_method="thread")
 
 
+def test_run_distributed_refuses_fork_after_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    with pytest.raises(InvalidParameterError, match="start_method='spawn'"):
+        run_distributed(print, 1, start_method="fork")
+
+
 def test_is_an_all_pairs_objective():
     assert issubclass(DistributedAllPairsObjective, AllPairsObjective)
 
@@ -250,7 +284,9 @@ def _oracles_only():
 @pytest.mark.parametrize("world_size", [3, 4])
 def test_more_processes_match_one_and_each_other(one_process, world_size):
     # Uneven shards of every size down to one entity (N = 5 items over 4).
-    results = run_distributed(_oracles_only, world_size, threads=1, start_method="fork")
+    results = run_distributed(
+        _oracles_only, world_size, threads=1, start_method=fast_start_method()
+    )
     for config in CONFIGS:
         single = one_process[config]
         first = results[0][config]

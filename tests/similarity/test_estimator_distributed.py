@@ -10,6 +10,7 @@ import pytest
 
 from embedopt._core import InvalidParameterError
 from embedopt.similarity import TwoTowerModel, run_distributed
+from tests.conftest import fast_start_method
 
 M_USERS, N_ITEMS = 13, 9
 
@@ -64,7 +65,7 @@ def _worker():
 @pytest.fixture(scope="module")
 def fits():
     one = {"auto": _fit(None), "gd": _fit(None, solver="gradient_descent")}
-    two = run_distributed(_worker, 2, threads=1, start_method="fork")
+    two = run_distributed(_worker, 2, threads=1, start_method=fast_start_method())
     return one, two
 
 
@@ -113,7 +114,9 @@ def _refuses_als():
 
 
 def test_single_process_solvers_are_refused_on_a_group():
-    messages = run_distributed(_refuses_als, 2, threads=1, start_method="fork")
+    messages = run_distributed(
+        _refuses_als, 2, threads=1, start_method=fast_start_method()
+    )
     assert all(m is not None and "one process only" in m for m in messages)
 
 

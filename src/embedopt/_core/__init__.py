@@ -18,6 +18,7 @@ from .exceptions import (
 )
 from .log import get_logger
 from .memory import check_memory, check_tensor_memory, device_memory, format_bytes
+from .persistence import persistable
 from .random import RandomState, RandomStateLike, resolve_random_state
 from .registry import Registry, canonical_name, instance_or_named
 from .threads import few_threads
@@ -68,6 +69,7 @@ __all__ = [
     "format_bytes",
     "get_logger",
     "instance_or_named",
+    "persistable",
     "renamed_parameters",
     "resolve_device",
     "resolve_dtype",

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import copy
 import inspect
+import os
 from typing import Any, ClassVar
 
 import numpy as np
 
 from .context import FitContext, resolve_fit_context
+from .device import DeviceLike
 from .exceptions import NotFittedError
+from .persistence import load_estimator, save_estimator
 from .validation import validate_params
 
 __all__ = ["BaseEstimator", "check_is_fitted", "clone"]
@@ -69,6 +72,64 @@ class BaseEstimator:
                 )
             setattr(self, name, value)
         return self
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the fitted estimator to ``path``, without pickle.
+
+        The file is a ZIP archive of ``.npy`` arrays and one JSON document
+        (parameters, fitted attributes, versions, checksums); loading it
+        executes nothing. ``callback`` is not stored (it loads as None). The
+        format is described in ``embedopt._core.persistence`` and
+        DEVELOPERS.md.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write; an existing file is replaced.
+
+        Raises
+        ------
+        NotFittedError
+            If the estimator is not fitted (only fitted estimators are saved).
+        InvalidParameterError
+            If a parameter holds what the file cannot store (a custom loss
+            object, a callable, a module of a class of your own): give it by
+            name, or pickle the estimator instead.
+
+        See Also
+        --------
+        load : the class method that reads the file back.
+        embedopt.load : reads the file of any embedopt estimator.
+        """
+        save_estimator(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, device: DeviceLike = None) -> Any:
+        """Read an estimator of this class written by :meth:`save`.
+
+        Predictions of the loaded estimator are bitwise those of the saved one
+        (on the same device).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        device : {"cpu", "cuda", "cuda:N"} or torch.device, optional
+            Where its tensors go. Default: the device each tensor was saved
+            from when it is available here, else the CPU.
+
+        Returns
+        -------
+        BaseEstimator
+            An instance of this class, fitted.
+
+        Raises
+        ------
+        DataValidationError
+            If the file is missing, truncated, altered, of a newer format
+            version (upgrade embedopt), not an embedopt model, or holds another
+            estimator (load that with ``embedopt.load``).
+        """
+        return load_estimator(path, expected=cls, device=device)
 
     def _store_params(self, arguments: dict[str, Any]) -> None:
         """Store each ``__init__`` argument under its own name.

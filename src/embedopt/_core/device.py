@@ -3,9 +3,16 @@
 ``device="auto" | "cpu" | "cuda" | "cuda:1" | torch.device`` is resolved once, at
 the top of ``fit`` or of a solver. Asking for CUDA where there is none is an
 error (:class:`DeviceUnavailableError`), never a silent fallback.
+
+``"auto"`` means the first CUDA device when there is one, unless the
+environment variable ``EMBEDOPT_DEVICE`` names a device: a service that must
+stay on the CPU of a GPU machine, or a test run that must mean the same on
+every machine, sets it once instead of passing ``device=`` to every estimator.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import torch
@@ -14,6 +21,9 @@ from numpy.typing import ArrayLike
 from .exceptions import DeviceUnavailableError, InvalidParameterError
 
 __all__ = ["DeviceLike", "DtypeLike", "resolve_device", "resolve_dtype", "to_numpy"]
+
+#: The environment variable that decides what ``device="auto"`` means.
+DEVICE_ENV = "EMBEDOPT_DEVICE"
 
 #: What a ``device`` parameter accepts (see :func:`resolve_device`).
 DeviceLike = str | torch.device | None
@@ -34,8 +44,9 @@ def resolve_device(device: DeviceLike = "auto") -> torch.device:
     Parameters
     ----------
     device : {"auto", "cpu", "cuda", "cuda:N"} or torch.device or None
-        ``"auto"`` (and None) pick the first CUDA device when one is available
-        and the CPU otherwise.
+        ``"auto"`` (and None) pick the device named by the environment
+        variable ``EMBEDOPT_DEVICE`` when it is set, else the first CUDA device
+        when one is available and the CPU otherwise.
 
     Returns
     -------
@@ -49,6 +60,9 @@ def resolve_device(device: DeviceLike = "auto") -> torch.device:
         If the specification cannot be parsed.
     """
     if device is None or (isinstance(device, str) and device == "auto"):
+        forced = os.environ.get(DEVICE_ENV, "").strip()
+        if forced and forced != "auto":
+            return _forced_device(forced)
         return (
             torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
         )
@@ -77,6 +91,18 @@ def resolve_device(device: DeviceLike = "auto") -> torch.device:
             f"torch.device. Got {device!r}."
         )
     return dev
+
+
+def _forced_device(spec: str) -> torch.device:
+    """The device ``EMBEDOPT_DEVICE`` names, with errors that name the variable."""
+    try:
+        return resolve_device(spec)
+    except (DeviceUnavailableError, InvalidParameterError) as exc:
+        raise type(exc)(
+            f"The environment variable {DEVICE_ENV}={spec!r} decides what "
+            f"device='auto' means, and it failed: {exc} Unset it, or set it to "
+            "'cpu', 'cuda' or 'cuda:N'."
+        ) from None
 
 
 def resolve_dtype(dtype: DtypeLike) -> torch.dtype:

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._core import InvalidParameterError
+from .._core import InvalidParameterError, persistable
 from ..data import ObservedEntries, split_entries
+from ..data.splits import random_parts
 from .losses import Loss
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
 CENTERINGS = ("none", "global", "row", "column", "both")
 
 
+@persistable
 class Centering:
     """Fit and apply ``(o - mu - sum_d a^d_{i_d}) / sigma``.
 
@@ -88,25 +90,34 @@ class Centering:
             "both": list(range(ndim)),
         }[self.center]
 
-    def fit(self, entries: ObservedEntries) -> Centering:
+    def fit(
+        self, entries: ObservedEntries, sample_weight: ArrayLike | None = None
+    ) -> Centering:
         """Fit the offsets (and scale) to observed entries.
 
         Parameters
         ----------
         entries : ObservedEntries
+        sample_weight : array-like of shape (nnz,), optional
+            Weights of the entries: the mean, the offsets (weighted sums of
+            residuals over ``sum w + reg``) and the standard deviation are
+            weighted; a weight-0 entry is ignored.
 
         Returns
         -------
         self
         """
         idx, v = entries.indices, entries.values.astype(np.float64)
-        self.mean_ = float(v.mean()) if self.center != "none" else 0.0
+        w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
+        self.mean_ = _mean(v, w) if self.center != "none" else 0.0
         offsets = [np.zeros(n) for n in entries.shape]
         modes = self._modes(entries.ndim)
         res = v - self.mean_
         counts = {
             d: np.maximum(
-                np.bincount(idx[:, d], minlength=entries.shape[d]) + self.reg, 1e-12
+                np.bincount(idx[:, d], weights=w, minlength=entries.shape[d])
+                + self.reg,
+                1e-12,
             )
             for d in modes
         }
@@ -115,14 +126,15 @@ class Centering:
             for d in modes:
                 # Residual without mode d's own offset, averaged per index.
                 partial = res - (fitted - offsets[d][idx[:, d]])
+                wp = partial if w is None else w * partial
                 offsets[d] = (
-                    np.bincount(idx[:, d], weights=partial, minlength=entries.shape[d])
+                    np.bincount(idx[:, d], weights=wp, minlength=entries.shape[d])
                     / counts[d]
                 )
                 fitted = sum(offsets[k][idx[:, k]] for k in modes)
         self.offsets_ = offsets
         centered = res - fitted
-        sd = float(centered.std()) if self.scale else 1.0
+        sd = _std(centered, w) if self.scale else 1.0
         self.scale_ = sd if sd > 0 else 1.0
         return self
 
@@ -161,6 +173,52 @@ class Centering:
         return np.asarray(pred, dtype=np.float64) * self.scale_ + self.offsets(indices)
 
 
+def _mean(v: np.ndarray, w: np.ndarray | None) -> float:
+    """Mean of ``v``, weighted by ``w`` unless None (scaled to max 1 first)."""
+    if w is None:
+        return float(v.mean())
+    w = w / w.max()
+    return float(np.sum(w * v) / np.sum(w))
+
+
+def _std(v: np.ndarray, w: np.ndarray | None) -> float:
+    """Standard deviation of ``v``, weighted by ``w`` unless None."""
+    if w is None:
+        return float(v.std())
+    return float(np.sqrt(_mean((v - _mean(v, w)) ** 2, w)))
+
+
+def split_weighted(
+    entries: ObservedEntries,
+    sample_weight: np.ndarray | None,
+    fractions: tuple[float, ...],
+    random_state: np.random.Generator,
+) -> list[tuple[ObservedEntries, np.ndarray | None]]:
+    """:func:`~embedopt.data.split_entries` with the weights following their entries.
+
+    Parameters
+    ----------
+    entries : ObservedEntries
+    sample_weight : numpy.ndarray of shape (nnz,) or None
+    fractions : tuple of float
+    random_state : numpy.random.Generator
+
+    Returns
+    -------
+    list of (ObservedEntries, numpy.ndarray or None)
+        One ``(part, its weights)`` per fraction; the same parts as
+        ``split_entries(entries, fractions, random_state=random_state)``.
+    """
+    if sample_weight is None:
+        parts = split_entries(entries, fractions, random_state=random_state)
+        return [(part, None) for part in parts]
+    parts = random_parts(
+        entries.nnz, fractions, random_state, "split_entries", "entries"
+    )
+    return [(entries.subset(i), sample_weight[i]) for i in parts]
+
+
+@persistable
 @dataclass
 class CenteringSelection:
     """What :func:`select_centering` decided, and on which numbers.
@@ -188,6 +246,8 @@ def select_centering(
     reg: float = 5.0,
     n_sweeps: int = 10,
     z_min: float = 2.0,
+    sample_weight: ArrayLike | None = None,
+    validation_weight: ArrayLike | None = None,
 ) -> CenteringSelection:
     """Choose ``"none"`` or ``"both"`` from held-out entries.
 
@@ -214,6 +274,11 @@ def select_centering(
         Of the fitted :class:`Centering`.
     z_min : float
         Significance threshold.
+    sample_weight, validation_weight : array-like, optional
+        Weights of the ``train`` entries (the offsets are fitted with them)
+        and of the ``validation`` entries (the squared errors, their mean
+        reduction and its standard error are weighted, the latter with
+        Kish's effective sample size ``(sum w)^2 / sum w^2``).
 
     Returns
     -------
@@ -221,18 +286,32 @@ def select_centering(
         ``mse`` also reports "global", for information.
     """
     v = validation.values.astype(np.float64)
+    vw = None if validation_weight is None else np.asarray(validation_weight, float)
     errors = {"none": v**2}
     for mode in ("global", "both"):
-        cen = Centering(mode, reg=reg, n_sweeps=n_sweeps).fit(train)
+        cen = Centering(mode, reg=reg, n_sweeps=n_sweeps).fit(train, sample_weight)
         errors[mode] = (v - cen.offsets(validation.indices)) ** 2
     # Paired test of the reduction in squared error from "none" to "both".
     d = errors["none"] - errors["both"]
-    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
-    mean = float(d.mean()) if d.size else 0.0
+    mean, se = _mean_and_se(d, vw)
     z = {"both": mean / se if se > 0 else (np.inf if mean > 0 else 0.0)}
     best = "both" if z["both"] > z_min else "none"
-    mse = {k: float(e.mean()) if e.size else float("nan") for k, e in errors.items()}
+    mse = {k: _mean(e, vw) if e.size else float("nan") for k, e in errors.items()}
     return CenteringSelection(best, mse, z)
+
+
+def _mean_and_se(d: np.ndarray, w: np.ndarray | None) -> tuple[float, float]:
+    """Mean of ``d`` and its standard error (weighted: Kish's effective size)."""
+    if w is None:
+        se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
+        return (float(d.mean()) if d.size else 0.0), se
+    w = w / w.max()  # no overflow or underflow in the squares
+    mean = _mean(d, w)
+    n_eff = float(w.sum() ** 2 / np.sum(w**2))
+    if n_eff <= 1:
+        return mean, 0.0
+    var = _mean((d - mean) ** 2, w) * n_eff / (n_eff - 1)
+    return mean, float(np.sqrt(var / n_eff))
 
 
 #: Fewest training entries that ``center="auto"`` splits to choose the
@@ -282,6 +361,8 @@ def choose_centering(
     *,
     reg: float,
     random_state: np.random.Generator,
+    sample_weight: np.ndarray | None = None,
+    validation_weight: np.ndarray | None = None,
 ) -> tuple[str, CenteringSelection | None]:
     """The centering mode of a fit: ``center``, or the one ``"auto"`` selects.
 
@@ -300,6 +381,10 @@ def choose_centering(
         Ridge pseudo-count of the offsets.
     random_state : numpy.random.Generator
         Draws the held-out tenth.
+    sample_weight, validation_weight : numpy.ndarray, optional
+        Weights of the ``train`` and ``validation`` entries (see
+        :func:`select_centering`); they follow their entries into the
+        held-out tenth, and only entries of positive weight count as held out.
 
     Returns
     -------
@@ -309,11 +394,24 @@ def choose_centering(
     """
     if center != "auto":
         return center, None
-    fit_on, held = train, validation
-    if (held is None or held.nnz < 2) and train.nnz >= MIN_CENTERING_SPLIT:
+    fit_on, held = (train, sample_weight), (validation, validation_weight)
+    if _too_few(*held) and train.nnz >= MIN_CENTERING_SPLIT:
         # A fixed lam needs no validation set: hold one out for this decision.
-        fit_on, held = split_entries(train, (0.9, 0.1), random_state=random_state)
-    if held is None or held.nnz < 2:
+        fit_on, held = split_weighted(train, sample_weight, (0.9, 0.1), random_state)
+    if _too_few(*held):
         return "both", None
-    selection = select_centering(fit_on, held, reg=reg)
+    selection = select_centering(
+        fit_on[0],
+        held[0],
+        reg=reg,
+        sample_weight=fit_on[1],
+        validation_weight=held[1],
+    )
     return selection.center, selection
+
+
+def _too_few(entries: ObservedEntries | None, weight: np.ndarray | None) -> bool:
+    """Fewer than 2 held-out entries (of positive weight) to test offsets on."""
+    if entries is None:
+        return True
+    return (entries.nnz if weight is None else int((weight > 0).sum())) < 2

@@ -26,7 +26,7 @@ from .._core import (
     to_numpy,
     validate_params,
 )
-from ..data import ObservedEntries, as_observed_entries, split_entries
+from ..data import ObservedEntries, as_observed_entries
 from ..data.frames import (
     UNKNOWN_POLICIES,
     encode_ids,
@@ -39,10 +39,21 @@ from ..data.frames import (
 )
 from ..metrics import rmse
 from ..optim import IterationState
-from .centering import CENTERINGS, Centering, check_center, choose_centering
+from .centering import (
+    CENTERINGS,
+    Centering,
+    check_center,
+    choose_centering,
+    split_weighted,
+)
 from .losses import LOSSES, Loss, get_loss
-from .path import completion_problems, fit_path, refit_entries
-from .problem import EntriesLike
+from .path import (
+    completion_problems,
+    fit_path,
+    refit_entries,
+    refit_sample_weight,
+)
+from .problem import EntriesLike, check_sample_weight
 from .proximal import check_mode_weights, default_mode_weights
 from .solvers import SOLVERS, resolve_solver
 
@@ -256,6 +267,14 @@ class _CompletionEstimator(BaseEstimator):
         self._check_entries(entries)
         return entries
 
+    def _fit_entries(self, X, y, shape) -> ObservedEntries:
+        """``fit``'s entries, their ids mapped and kept (``user_ids_``...)."""
+        self._fit_maps = None
+        entries = self._entries(X, y, shape)
+        self._store_ids(self._fit_maps or [None] * entries.ndim)
+        del self._fit_maps
+        return entries
+
     def _id_maps(self) -> list:
         """The fitted id map of each mode (None: fitted on positions)."""
         return fitted_maps(self, self._mode_ids())
@@ -283,8 +302,12 @@ class _CompletionEstimator(BaseEstimator):
         loss = get_loss(self.loss)
         return loss, check_center(self.center, loss, type(self).__name__)
 
-    def _split(self, entries: ObservedEntries, validation, rs):
-        """Training and validation entries (held out of ``entries`` if needed)."""
+    def _split(self, entries: ObservedEntries, weight, validation, rs):
+        """``(train, weights), (validation, weights)``, held out if needed.
+
+        The weights of held-out entries follow them; entries given as
+        ``validation`` carry none (weight 1).
+        """
         val = None
         if validation is not None:
             val = self._entries(validation, None, entries.shape, fitted=True)
@@ -294,14 +317,22 @@ class _CompletionEstimator(BaseEstimator):
                     f"{entries.shape}."
                 )
         if self.lam != "auto" or val is not None:
-            return entries, val
+            return (entries, weight), (val, None)
         if entries.nnz < 2:
             raise DataValidationError(
                 "lam='auto' needs at least 2 observed entries to hold some out "
                 "for validation; pass a float lam."
             )
         f = self.validation_fraction
-        return split_entries(entries, (1 - f, f), random_state=rs.numpy)
+        train, held = split_weighted(entries, weight, (1 - f, f), rs.numpy)
+        for (_, w), what in ((train, "trained on"), (held, "held out")):
+            if w is not None and not (w > 0).any():
+                raise DataValidationError(
+                    f"Every entry {what} to select lambda (validation_fraction="
+                    f"{f}) has sample_weight 0. Pass validation entries, another "
+                    "validation_fraction or random_state, or a float lam."
+                )
+        return train, held
 
     def fit(
         self,
@@ -310,6 +341,7 @@ class _CompletionEstimator(BaseEstimator):
         *,
         shape: tuple[int, ...] | None = None,
         validation: EntriesLike | None = None,
+        sample_weight: ArrayLike | None = None,
     ) -> _CompletionEstimator:
         """Fit the completed matrix (tensor) to observed entries.
 
@@ -335,6 +367,23 @@ class _CompletionEstimator(BaseEstimator):
         validation : same types as X (with values), optional
             Entries used to select lambda (``lam="auto"``) and tracked in
             ``history_``.
+        sample_weight : array-like of shape (nnz,), optional
+            One non-negative finite weight per observed entry of ``X`` (in
+            the order of its entries: the positions with ``y``, the COO
+            order of a tuple or of ``X.tocoo()``, the row-major order of the
+            observed cells of a dense array), not all 0. Fits ``sum_Omega
+            w_ij l(X_ij, O_ij) + lambda ||X||_*`` (see
+            :class:`~embedopt.completion.CompletionProblem`); weight 0 drops
+            an entry. Duplicate positions are still an error: to merge
+            repeated observations, average them
+            (:meth:`~embedopt.data.ObservedEntries.aggregate_duplicates`)
+            and pass their counts as weights (the same square-loss objective
+            up to a constant). The weights also weigh the centering (weighted
+            means), ``lambda_max`` of ``lam="auto"`` (of the weighted
+            gradient) and the validation error: entries held out of ``X``
+            keep their weights and the error is weighted, as the training
+            loss is, so a weight-0 entry is absent everywhere. Entries given
+            as ``validation`` count with weight 1 (also in the refit).
 
         Returns
         -------
@@ -342,23 +391,33 @@ class _CompletionEstimator(BaseEstimator):
         """
         ctx = self._start_fit()
         loss, center = self._check_loss()
-        self._fit_maps = None
-        entries = self._entries(X, y, shape)
-        self._store_ids(self._fit_maps or [None] * entries.ndim)
-        del self._fit_maps
+        entries = self._fit_entries(X, y, shape)
         _check_size(type(self).__name__, entries.shape, ctx.device)
         loss.check_labels(entries.values)
-        train, val = self._split(entries, validation, ctx.random_state)
+        weight = None
+        if sample_weight is not None:
+            weight = check_sample_weight(sample_weight, entries.nnz)
+        (train, w_train), (val, w_val) = self._split(
+            entries, weight, validation, ctx.random_state
+        )
         self.center_, self.centering_selection_ = choose_centering(
-            center, train, val, reg=self.center_reg, random_state=ctx.random_state.numpy
+            center,
+            train,
+            val,
+            reg=self.center_reg,
+            random_state=ctx.random_state.numpy,
+            sample_weight=w_train,
+            validation_weight=w_val,
         )
         self.centering_ = Centering(self.center_, self.scale, self.center_reg).fit(
-            train
+            train, w_train
         )
         # The refit uses every entry: a held-out part of entries is in entries.
-        refit = None
+        refit = w_refit = None
         if self.lam == "auto" and self.refit:
-            refit = refit_entries(entries, None if validation is None else val)
+            given = None if validation is None else val
+            refit = refit_entries(entries, given)
+            w_refit = refit_sample_weight(entries, given, weight)
         problem, refit_problem = completion_problems(
             self.centering_,
             train,
@@ -367,6 +426,9 @@ class _CompletionEstimator(BaseEstimator):
             loss=loss,
             device=ctx.device,
             dtype=ctx.dtype,
+            sample_weight=w_train,
+            validation_weight=w_val,
+            refit_weight=w_refit,
         )
         solver = resolve_solver(self.solver)
         fitted = fit_path(
@@ -480,7 +542,12 @@ class _CompletionEstimator(BaseEstimator):
             return np.where(np.isnan(scores), np.nan, np.where(scores >= 0, 1.0, -1.0))
         return scores
 
-    def score(self, X: EntriesLike, y: ArrayLike | None = None) -> float:
+    def score(
+        self,
+        X: EntriesLike,
+        y: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> float:
         """Negative RMSE (greater is better), or accuracy for binary losses.
 
         Parameters
@@ -489,6 +556,9 @@ class _CompletionEstimator(BaseEstimator):
             NaN, or positions with ``y``
             As for :meth:`fit`, in the ids of the fit.
         y : array-like, optional
+        sample_weight : array-like of shape (n,), optional
+            One non-negative weight per entry (as in :meth:`fit`): the
+            weighted RMSE ``sqrt(sum w e^2 / sum w)``, or weighted accuracy.
 
         Returns
         -------
@@ -510,8 +580,17 @@ class _CompletionEstimator(BaseEstimator):
             ).values
             pred = self._values_at(idx)
         if self._loss.binary:
-            return float(np.mean(np.where(pred >= 0, 1.0, -1.0) == values))
-        return -rmse(values, pred)
+            hits = np.where(pred >= 0, 1.0, -1.0) == values
+        if sample_weight is None:
+            if self._loss.binary:
+                return float(np.mean(hits))
+            return -rmse(values, pred)
+        w = check_sample_weight(sample_weight, values.size)
+        w = w / w.max()  # the same weighted mean, no overflow
+        if self._loss.binary:
+            return float(np.sum(w * hits) / np.sum(w))
+        err = (pred - values) ** 2
+        return -float(np.sqrt(np.sum(w * err) / np.sum(w)))
 
     def to_dense(self, max_elements: int = 10**8) -> np.ndarray:
         """The whole completed matrix (tensor) on the original scale; small only.

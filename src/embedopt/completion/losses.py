@@ -17,6 +17,7 @@ from .._core import (
     Registry,
     check_plus_minus_one,
     instance_or_named,
+    persistable,
 )
 
 __all__ = [
@@ -65,6 +66,7 @@ class Loss:
         return f"{type(self).__name__}()"
 
 
+@persistable
 class SquareLoss(Loss):
     """``l(x, y) = (x - y)^2 / 2``; rho = 1 (problem (1) of Yao & Kwok)."""
 
@@ -89,6 +91,7 @@ def _check_pm1(name: str, y: np.ndarray) -> None:
     )
 
 
+@persistable
 class LogisticLoss(Loss):
     """``l(x, y) = log(1 + exp(-x y))`` for y in {-1, +1}; rho = 1/4.
 
@@ -110,6 +113,7 @@ class LogisticLoss(Loss):
         _check_pm1(self.name, y)
 
 
+@persistable
 class SquaredHingeLoss(Loss):
     """``l(x, y) = max(0, 1 - x y)^2 / 2`` for y in {-1, +1}; rho = 1."""
 

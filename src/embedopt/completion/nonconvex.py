@@ -154,7 +154,7 @@ def dc_completion(
             U, s, V = res.x
             x = problem.values_at(problem.pattern, U, s, V)
             record = dict(
-                objective=problem.loss.total(x, problem.y) + lam * reg.value(s),
+                objective=problem.loss_total(x) + lam * reg.value(s),
                 rank=int(s.numel()),
                 inner_iterations=res.n_iter,
             )

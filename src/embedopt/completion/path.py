@@ -47,6 +47,7 @@ __all__ = [
     "fit_path",
     "lambda_path",
     "refit_entries",
+    "refit_sample_weight",
 ]
 
 #: Highest rank whose refinement ``postprocess="auto"`` scores: a sweep costs
@@ -449,7 +450,7 @@ def _grid(problem, lambdas, n_lambdas, lambda_min_ratio, mode_weights, rs):
                 f"Got {lambdas!r}."
             )
         return grid
-    lmax = problem.lambda_max(generator=rs.torch(problem.device))
+    lmax = problem.lambda_max(generator=rs.torch("cpu"))
     if problem.ndim > 2:
         # lambda_d = lam * w_d: the path starts where every mode is zero.
         w = check_mode_weights(mode_weights, problem.shape, "lambda_path")
@@ -638,15 +639,8 @@ def refit_entries(
         ``entries`` itself when ``validation`` adds no position (or when the
         positions are too many to number in int64).
     """
-    if validation is None or validation is entries:
-        return entries
-    try:
-        have = np.ravel_multi_index(tuple(entries.indices.T), entries.shape)
-        new = np.ravel_multi_index(tuple(validation.indices.T), entries.shape)
-    except ValueError:  # more positions than int64 can number: keep entries
-        return entries
-    keep = ~np.isin(new, have)
-    if not keep.any():
+    keep = _added(entries, validation)
+    if keep is None:
         return entries
     return ObservedEntries(
         np.concatenate([entries.indices, validation.indices[keep]]),
@@ -654,6 +648,51 @@ def refit_entries(
         entries.shape,
         validate=False,
     )
+
+
+def refit_sample_weight(
+    entries: ObservedEntries,
+    validation: ObservedEntries | None,
+    sample_weight: np.ndarray | None,
+) -> np.ndarray | None:
+    """The weights of :func:`refit_entries`' entries: ``sample_weight``, then 1s.
+
+    Parameters
+    ----------
+    entries, validation : ObservedEntries
+        As in :func:`refit_entries`.
+    sample_weight : numpy.ndarray of shape (entries.nnz,) or None
+        The weights of ``entries``.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        None without ``sample_weight``; otherwise ``sample_weight`` followed
+        by weight 1 for each entry that ``validation`` adds (validation
+        entries given apart from the training entries carry no weights).
+    """
+    if sample_weight is None:
+        return None
+    keep = _added(entries, validation)
+    if keep is None:
+        return sample_weight
+    return np.concatenate([sample_weight, np.ones(int(keep.sum()))])
+
+
+def _added(entries: ObservedEntries, validation: ObservedEntries | None):
+    """Mask of the ``validation`` entries at positions new to ``entries``, or None.
+
+    None when there are none (or the positions are too many to number).
+    """
+    if validation is None or validation is entries:
+        return None
+    try:
+        have = np.ravel_multi_index(tuple(entries.indices.T), entries.shape)
+        new = np.ravel_multi_index(tuple(validation.indices.T), entries.shape)
+    except ValueError:  # more positions than int64 can number: keep entries
+        return None
+    keep = ~np.isin(new, have)
+    return keep if keep.any() else None
 
 
 def completion_problems(
@@ -665,6 +704,9 @@ def completion_problems(
     loss: str | Loss = "square",
     device: DeviceLike = "auto",
     dtype: DtypeLike = None,
+    sample_weight: np.ndarray | None = None,
+    validation_weight: np.ndarray | None = None,
+    refit_weight: np.ndarray | None = None,
 ) -> tuple[CompletionProblem, CompletionProblem | None]:
     """The problems a fit solves, on the centered scale: path (or solve) and refit.
 
@@ -678,6 +720,9 @@ def completion_problems(
         The entries of the refit problem (see :func:`refit_entries`).
     loss, device, dtype
         As in :class:`CompletionProblem`.
+    sample_weight, validation_weight, refit_weight : numpy.ndarray, optional
+        The weights of ``train``, ``validation`` and ``refit`` entries (see
+        :class:`CompletionProblem`).
 
     Returns
     -------
@@ -685,7 +730,16 @@ def completion_problems(
     """
     options = {"loss": loss, "device": device, "dtype": dtype}
     held = None if validation is None else centering.transform(validation)
-    problem = CompletionProblem(centering.transform(train), validation=held, **options)
+    problem = CompletionProblem(
+        centering.transform(train),
+        validation=held,
+        sample_weight=sample_weight,
+        validation_weight=None if held is None else validation_weight,
+        **options,
+    )
     if refit is None:
         return problem, None
-    return problem, CompletionProblem(centering.transform(refit), **options)
+    refit_problem = CompletionProblem(
+        centering.transform(refit), sample_weight=refit_weight, **options
+    )
+    return problem, refit_problem

@@ -28,8 +28,9 @@ __all__ = ["postprocess", "refine"]
 
 
 def _design_gram(problem: CompletionProblem, U, V, chunk_elems: int = 1 << 24):
-    """``G = D^T D`` and ``b = D^T y`` with ``D_e = U[i_e] * V[j_e]`` (float64).
+    """``G = D^T W D`` and ``b = D^T W y`` with ``D_e = U[i_e] * V[j_e]`` (float64).
 
+    W is the diagonal of the sample weights (the identity without them).
     Built in chunks of entries so memory stays O(chunk * k), never |Omega| * k.
     """
     k = U.shape[1]
@@ -38,10 +39,12 @@ def _design_gram(problem: CompletionProblem, U, V, chunk_elems: int = 1 << 24):
     G = torch.zeros(k, k, dtype=torch.float64, device=U.device)
     b = torch.zeros(k, dtype=torch.float64, device=U.device)
     step = max(1, chunk_elems // max(k, 1))
+    w = problem.weight
     for s in range(0, rows.numel(), step):
         D = (U[rows[s : s + step]] * V[cols[s : s + step]]).double()
-        G += D.T @ D
-        b += D.T @ problem.y[s : s + step].double()
+        WD = D if w is None else D * w[s : s + step, None].double()
+        G += WD.T @ D
+        b += WD.T @ problem.y[s : s + step].double()
     return G, b
 
 
@@ -77,13 +80,13 @@ def postprocess(
         better (e.g. an ill-posed least-squares system), the input is returned.
     """
     if s is None:
-        return _refit_lbfgs(problem, list(U), max_iter, tol)
+        return _refit_lbfgs(problem, [problem.on_device(*f) for f in U], max_iter, tol)
+    U, s, V = problem.on_device(U, s, V)
     if s.numel() == 0:
         return U, s, V
     if not isinstance(problem.loss, SquareLoss):
         return _refit_lbfgs(problem, [(U, s, V)], max_iter, tol)[0]
-    loss, y = problem.loss, problem.y
-    before = loss.total(problem.predict((U, s, V)), y)
+    before = problem.loss_total(problem.predict((U, s, V)))
     if s.numel() >= CG_MIN_RANK:
         theta = _theta_cg(problem, U, s, V)
     else:
@@ -95,7 +98,7 @@ def postprocess(
     theta = theta.to(s.dtype).to(s.device)
     if not bool(torch.isfinite(theta).all()):
         return U, s, V
-    if not loss.total(problem.predict((U, theta, V)), y) <= before:
+    if not problem.loss_total(problem.predict((U, theta, V))) <= before:
         return U, s, V
     return _as_svd(U, theta, V)
 
@@ -115,22 +118,26 @@ def _theta_cg(problem: CompletionProblem, U, s, V) -> torch.Tensor:
     and ``diag(D^T D) = sum_e U[i_e]^2 V[j_e]^2`` another. U and V have
     orthonormal columns, so ``D^T D`` is close to a multiple of the identity
     for uniformly sampled entries and CG needs few iterations; it starts from
-    the current singular values.
+    the current singular values. With sample weights W the system is
+    ``D^T W D theta = D^T W y``.
     """
     pat = problem.pattern
     U64, V64 = U.double(), V.double()
     y = problem.y.double()
+    w = None if problem.weight is None else problem.weight.double()
 
     def Dt(r):
         return (U64 * pat.matmul(r, V64)).sum(0)
 
     def DtD(theta):
-        return Dt(pat.sampled_dot(U64 * theta, V64))
+        r = pat.sampled_dot(U64 * theta, V64)
+        return Dt(r if w is None else w * r)
 
-    diag = (U64**2 * pat.matmul(torch.ones_like(y), V64**2)).sum(0)
+    ones = torch.ones_like(y) if w is None else w
+    diag = (U64**2 * pat.matmul(ones, V64**2)).sum(0)
     res = cg(
         DtD,
-        Dt(y),
+        Dt(y if w is None else w * y),
         x0=s.double(),
         rtol=1e-8,
         max_iter=200,
@@ -153,11 +160,10 @@ def _refit_lbfgs(problem: CompletionProblem, factors: list, max_iter, tol):
     ``[grad]^d_i = (u^d_i)^T B_<d> v^d_i`` with B the sparse tensor of loss
     derivatives: one sparse product per unfolding, O(sum_d k_d |Omega|).
     """
-    loss, y = problem.loss, problem.y
     sizes = [f[1].numel() for f in factors]
     if sum(sizes) == 0:
         return factors
-    before = loss.total(problem.predict(factors), y)
+    before = problem.loss_total(problem.predict(factors))
 
     def split(th):
         out, start = [], 0
@@ -169,12 +175,12 @@ def _refit_lbfgs(problem: CompletionProblem, factors: list, max_iter, tol):
     def fun(th):
         cand = split(th)
         x = problem.predict(cand)
-        g = loss.grad(x, y)
+        g = problem.loss_grad(x)
         grads = [
             (U * unf.pattern.matmul(unf.to_block(g), V)).sum(0)
             for unf, (U, _, V) in zip(problem.unfoldings, cand, strict=True)
         ]
-        return loss.total(x, y), torch.cat(grads)
+        return problem.loss_total(x), torch.cat(grads)
 
     theta0 = torch.cat([f[1] for f in factors])
     # A best-effort refit: a partial one is kept only if it lowers the loss
@@ -191,7 +197,7 @@ def _refit_lbfgs(problem: CompletionProblem, factors: list, max_iter, tol):
     if not bool(torch.isfinite(theta).all()):
         return factors
     refit = split(theta)
-    if not loss.total(problem.predict(refit), y) <= before:
+    if not problem.loss_total(problem.predict(refit)) <= before:
         return factors
     return [_as_svd(U, th, V) if th.numel() else (U, th, V) for U, th, V in refit]
 
@@ -242,7 +248,10 @@ def refine(
         The rank-r solution to refine.
     ridge : float, optional
         Default ``1e-2 * sqrt(mean(O^2))`` (scale-equivariant: the penalty of
-        balanced factors is in the units of the values).
+        balanced factors is in the units of the values). With sample weights
+        the squares are weighted, ``sum_Omega w (a_i^T b_j - O_ij)^2``, the
+        mean is weighted, and the default ridge is multiplied by the mean
+        positive weight (so scaling every weight changes nothing).
     n_sweeps : int
         Most A-then-B sweeps.
     tol : float
@@ -253,18 +262,27 @@ def refine(
     U, s, V : torch.Tensor
         The refined factorization as an SVD, in the dtype of ``U``.
     """
+    U, s, V = problem.on_device(U, s, V)
     if s.numel() == 0 or len(problem.unfoldings) != 1:
         return U, s, V
     y = problem.y.to(torch.float64)
+    w = torch.ones_like(y) if problem.weight is None else problem.weight.double()
+
+    def mean(v):
+        return torch.mean(v) if problem.weight is None else (w * v).sum() / w.sum()
+
     if ridge is None:
-        ridge = 1e-2 * float(torch.sqrt(torch.mean(y**2)))
+        ridge = 1e-2 * float(torch.sqrt(mean(y**2)))
+        if problem.weight is not None:
+            ridge *= float(w.sum() / (w > 0).sum())
     pat = problem.pattern
     # Both orientations once: rows of A from the CSR structure, rows of B
     # from the pattern's (cached) transposed structure.
-    ones = torch.ones_like(y)
-    by_row = (pat.crow.long(), pat.col.long(), ones, y)
+    # Row i solves (sum_j w_ij b_j b_j^T + ridge) a_i = sum_j w_ij O_ij b_j.
+    wy = y if problem.weight is None else w * y
+    by_row = (pat.crow.long(), pat.col.long(), w, wy)
     tcrow, tcol, tperm = pat.transposed_structure()
-    by_col = (tcrow.long(), tcol.long(), ones, y[tperm])
+    by_col = (tcrow.long(), tcol.long(), w[tperm], wy[tperm])
     root = torch.sqrt(s.to(torch.float64))
     A, B = U.to(torch.float64) * root, V.to(torch.float64) * root
     prev = None
@@ -272,7 +290,7 @@ def refine(
         A = sparse_normal_equations(*by_row, B, ridge=ridge, what="refine")
         B = sparse_normal_equations(*by_col, A, ridge=ridge, what="refine")
         fit = pat.sampled_dot(A, B)
-        err = float(torch.sqrt(torch.mean((fit - y) ** 2)))
+        err = float(torch.sqrt(mean((fit - y) ** 2)))
         if prev is not None and abs(prev - err) <= tol * max(prev, 1e-30):
             break
         prev = err

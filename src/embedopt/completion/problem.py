@@ -20,6 +20,7 @@ from .._core import (
     DataValidationError,
     DeviceLike,
     DtypeLike,
+    as_array,
     resolve_device,
     resolve_dtype,
 )
@@ -27,7 +28,7 @@ from ..data import ObservedEntries, as_observed_entries
 from ..linalg import SparsePattern, SparsePlusLowRank, power_method
 from .losses import Loss, get_loss
 
-__all__ = ["CompletionProblem", "Unfolding"]
+__all__ = ["CompletionProblem", "Unfolding", "check_sample_weight"]
 
 #: Observed entries in any form :func:`~embedopt.data.as_observed_entries` takes.
 EntriesLike = (
@@ -104,6 +105,19 @@ class CompletionProblem:
         Shape for COO input.
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}
+    sample_weight : array-like of shape (nnz,), optional
+        One non-negative finite weight per training entry, in the order of
+        the entries of ``X`` (as :func:`~embedopt.data.as_observed_entries`
+        lists them); not all zero. The loss becomes ``sum_Omega w_ij
+        l(X_ij, O_ij)``: its gradient on Omega is ``w * l'`` (the same
+        O(|Omega|) work), its smoothness ``max(w) rho``, so the solvers step
+        ``1 / (max(w) rho)``; a weight-0 entry is as good as absent. Scaling
+        every weight by c is dividing lambda by c. None: every entry weighs
+        1 (the unweighted code path).
+    validation_weight : array-like of shape (n_validation,), optional
+        The same for the validation entries: their error becomes the
+        weighted RMSE ``sqrt(sum w e^2 / sum w)`` (weighted accuracy for
+        +/-1 losses).
 
     Attributes
     ----------
@@ -112,6 +126,10 @@ class CompletionProblem:
         One for a matrix, D for a D-way tensor.
     y : torch.Tensor
         Observed values in canonical order.
+    weight : torch.Tensor or None
+        ``sample_weight`` in canonical order (None without weights).
+    validation_weight : torch.Tensor or None
+        The validation weights in the validation entries' canonical order.
     loss : Loss
     shape : tuple of int
     ndim : int
@@ -126,6 +144,8 @@ class CompletionProblem:
         shape: tuple[int, ...] | None = None,
         device: DeviceLike = "auto",
         dtype: DtypeLike = None,
+        sample_weight: ArrayLike | None = None,
+        validation_weight: ArrayLike | None = None,
     ):
         self.entries = as_observed_entries(X, shape)
         if self.entries.ndim < 2:
@@ -139,8 +159,10 @@ class CompletionProblem:
         self.loss.check_labels(self.entries.values)
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype)
-        self.unfoldings, self.y = self._prepare(self.entries)
-        self.validation = None
+        self.unfoldings, self.y, self.weight = self._prepare(
+            self.entries, sample_weight, "sample_weight"
+        )
+        self.validation, self.validation_weight = None, None
         if validation is not None:
             if isinstance(validation, ObservedEntries):
                 val = validation
@@ -152,12 +174,66 @@ class CompletionProblem:
                     f"have shape {self.shape}."
                 )
             self.loss.check_labels(val.values)
-            self.validation = self._prepare(val)
+            unf, y, w = self._prepare(val, validation_weight, "validation_weight")
+            self.validation, self.validation_weight = (unf, y), w
+        elif validation_weight is not None:
+            raise DataValidationError(
+                "validation_weight was given without validation entries; pass "
+                "validation=... as well, or drop validation_weight."
+            )
 
-    def _prepare(self, entries: ObservedEntries):
+    def _prepare(self, entries: ObservedEntries, weight, name: str):
         unf, order = _unfoldings(entries, self.device)
         y = torch.as_tensor(entries.values[order], dtype=self.dtype).to(self.device)
-        return unf, y
+        if weight is None:
+            return unf, y, None
+        w = check_sample_weight(weight, entries.nnz, name)[order]
+        wt = torch.as_tensor(w, dtype=self.dtype)
+        if not bool(torch.isfinite(wt).all()) or not bool((wt > 0).any()):
+            raise DataValidationError(
+                f"{name} spans more than {self.dtype} holds: the weights "
+                f"(largest {w.max():.3g}) overflow to inf or all round to 0 in it. "
+                "Rescale them (e.g. divide by their maximum and scale lam the "
+                "same way) or use dtype='float64'."
+            )
+        return unf, y, wt.to(self.device)
+
+    # -- the weighted loss on Omega -------------------------------------------------
+    @property
+    def max_weight(self) -> float:
+        """``max(w)``: the loss is ``max(w) rho``-smooth (1.0 without weights)."""
+        return 1.0 if self.weight is None else float(self.weight.max())
+
+    def loss_total(self, x: torch.Tensor) -> float:
+        """``sum_Omega w l(x, y)`` at the values ``x`` on Omega (canonical order).
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (nnz,)
+
+        Returns
+        -------
+        float
+            Accumulated in float64.
+        """
+        if self.weight is None:
+            return self.loss.total(x, self.y)
+        values = self.weight * self.loss.value(x, self.y)
+        return float(values.sum(dtype=torch.float64))
+
+    def loss_grad(self, x: torch.Tensor) -> torch.Tensor:
+        """``w * l'(x, y)``: the gradient of :meth:`loss_total` on Omega.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (nnz,)
+
+        Returns
+        -------
+        torch.Tensor, shape (nnz,)
+        """
+        g = self.loss.grad(x, self.y)
+        return g if self.weight is None else self.weight * g
 
     @property
     def pattern(self) -> SparsePattern:
@@ -172,6 +248,14 @@ class CompletionProblem:
     def metric_name(self) -> str:
         """``"accuracy"`` for +/-1 losses, ``"rmse"`` otherwise."""
         return "accuracy" if self.loss.binary else "rmse"
+
+    def on_device(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The tensors on the problem's device (factors a user built on the CPU).
+
+        ``Tensor.to`` returns a tensor already there as is, so the solvers'
+        own factors cost nothing.
+        """
+        return tuple(t.to(self.device) for t in tensors)
 
     def values_at(
         self, pattern: SparsePattern, U: torch.Tensor, s: torch.Tensor, V: torch.Tensor
@@ -194,7 +278,7 @@ class CompletionProblem:
         torch.Tensor
         """
         unfoldings = self.unfoldings if which == "train" else self.validation[0]
-        factors = _as_factor_list(factors)
+        factors = [self.on_device(*f) for f in _as_factor_list(factors)]
         total = None
         for unf, (U, s, V) in zip(unfoldings, factors, strict=True):
             if s.numel() == 0:
@@ -206,11 +290,32 @@ class CompletionProblem:
             total = torch.zeros(n, dtype=self.dtype, device=self.device)
         return total
 
-    def score(self, pred: torch.Tensor, y: torch.Tensor) -> float:
-        """RMSE, or accuracy of the signs for +/-1 losses."""
+    def score(
+        self, pred: torch.Tensor, y: torch.Tensor, weight: torch.Tensor | None = None
+    ) -> float:
+        """RMSE, or accuracy of the signs for +/-1 losses (weighted by ``weight``).
+
+        Parameters
+        ----------
+        pred, y : torch.Tensor, shape (n,)
+        weight : torch.Tensor, shape (n,), optional
+            Weighted mean of the squared errors (of the hits); NaN if the
+            weights sum to 0.
+
+        Returns
+        -------
+        float
+        """
         if self.loss.binary:
-            return float(((pred >= 0).to(y.dtype) * 2 - 1 == y).double().mean())
-        return float(torch.sqrt(((pred - y).double() ** 2).mean()))
+            hits = ((pred >= 0).to(y.dtype) * 2 - 1 == y).double()
+        else:
+            hits = (pred - y).double() ** 2
+        if weight is None:
+            mean = hits.mean()
+        else:
+            w = weight.double()
+            mean = (w * hits).sum() / w.sum()
+        return float(mean if self.loss.binary else torch.sqrt(mean))
 
     def validation_score(self, *factors) -> float:
         """Validation metric of the model.
@@ -234,7 +339,8 @@ class CompletionProblem:
             f = factors  # one matrix triple, unpacked
         else:
             f = list(factors)  # per-mode triples, unpacked (any number of modes)
-        return self.score(self.predict(f, "validation"), self.validation[1])
+        pred = self.predict(f, "validation")
+        return self.score(pred, self.validation[1], self.validation_weight)
 
     def lambda_max(
         self,
@@ -247,10 +353,11 @@ class CompletionProblem:
         For the square loss and X = 0 this is ``||P_Omega(O)||_2``, the smallest
         lambda whose solution is zero: the natural start of the continuation and
         of the lambda path. Estimated by the power method. A float for a matrix,
-        a list (one per unfolding) for a tensor.
+        a list (one per unfolding) for a tensor. With sample weights it is
+        that of the weighted gradient ``w * l'``.
         """
         x = self.predict(factors) if factors is not None else torch.zeros_like(self.y)
-        g = self.loss.grad(x, self.y)
+        g = self.loss_grad(x)
         out = []
         for unf in self.unfoldings:
             R = torch.randn(
@@ -277,6 +384,56 @@ def _as_factor_list(factors) -> list:
     if isinstance(factors, tuple) and len(factors) == 3 and torch.is_tensor(factors[1]):
         return [factors]
     return list(factors)
+
+
+def check_sample_weight(
+    sample_weight: ArrayLike, n: int, name: str = "sample_weight"
+) -> np.ndarray:
+    """One non-negative finite weight per observed entry, not all zero.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n,)
+    n : int
+        Number of observed entries.
+    name : str
+        Named in the error messages.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n,)
+
+    Raises
+    ------
+    DataValidationError
+        For a wrong shape, non-numeric, non-finite or negative weights, or
+        weights that are all 0.
+    """
+    w = as_array(sample_weight, name)
+    if w.dtype == np.bool_ or w.dtype.kind not in "iuf":
+        raise DataValidationError(
+            f"{name} must be numbers (one weight per observed entry); got an "
+            f"array of dtype {w.dtype}."
+        )
+    if w.shape != (n,):
+        raise DataValidationError(
+            f"{name} must hold one weight per observed entry, shape ({n},); got "
+            f"shape {w.shape}. Give the weights in the order of the entries."
+        )
+    w = w.astype(np.float64)
+    for bad, what in ((~np.isfinite(w), "non-finite"), (w < 0, "negative")):
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataValidationError(
+                f"{name} has {int(bad.sum())} {what} weight(s) (first: entry {i} "
+                f"is {w[i]!r}); weights must be finite and >= 0 (0 drops an entry)."
+            )
+    if not (w > 0).any():
+        raise DataValidationError(
+            f"{name} is 0 for every entry, which leaves nothing to fit; give the "
+            "entries to fit a positive weight."
+        )
+    return w
 
 
 def _as_problem(X, *, loss, validation, shape, device, dtype) -> CompletionProblem:

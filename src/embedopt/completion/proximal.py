@@ -202,7 +202,7 @@ class _CompletionStep:
 
     def default_start(self, lam: float, lam_decay: float, rs) -> float:
         """``lambda_hat = lam + nu (lambda_max - lam)``: a nonzero first iterate."""
-        lmax = self.problem.lambda_max(generator=rs.torch(self.problem.device))
+        lmax = self.problem.lambda_max(generator=rs.torch("cpu"))
         lmax = [lmax] if len(self.mode_weights) == 1 else lmax
         # In units of lam: mode d's zero-solution threshold is lmax_d / w_d.
         top = max(lm / w for lm, w in zip(lmax, self.mode_weights, strict=True))
@@ -213,8 +213,8 @@ class _CompletionStep:
 
     # -- the protocol of accelerated_proximal_gradient -----------------------------
     def smooth(self, x) -> float:
-        """The loss on Omega."""
-        return self.problem.loss.total(x[1], self.problem.y)
+        """The (sample-weighted) loss on Omega."""
+        return self.problem.loss_total(x[1])
 
     def penalty(self, x, weight: float) -> float:
         """``sum_d lambda_d ||X_d||_*`` (weighted / linearized / nonconvex)."""
@@ -229,10 +229,11 @@ class _CompletionStep:
     def step(self, x, x_prev, theta: float, weight: float):
         """Thresholded ``Z_t`` per mode (Algorithm 3 steps 5-8 / Algorithm 4)."""
         (cur, x_cur), (prev, x_old) = x, x_prev
-        loss, mu = self.problem.loss, self.mu
-        # Y_t on Omega and the sparse part -mu S_t of Z_t (eq. (20), (33)-(34)).
+        mu = self.mu
+        # Y_t on Omega and the sparse part -mu S_t of Z_t (eq. (20), (33)-(34));
+        # with sample weights S_t is w * l' on Omega (the same O(|Omega|) work).
         y_omega = x_cur if theta == 0 else (1 + theta) * x_cur - theta * x_old
-        sparse_vals = -mu * loss.grad(y_omega, self.problem.y)
+        sparse_vals = -mu * self.problem.loss_grad(y_omega)
         new, self._k_total = [], 0
         for d, unf in enumerate(self.problem.unfoldings):
             c, p = cur[d], prev[d]
@@ -368,6 +369,8 @@ def proximal_completion(
         although f in (31) is ``D rho``-smooth in the worst case: below
         ``2 / L`` for D <= 4, guarded by the restart test (fewer iterations
         than the provably safe ``1 / (D rho)``; see the tensor benchmark).
+        With sample weights (``problem.weight``) the loss is ``max(w)
+        rho``-smooth and rho becomes ``max(w) rho`` in both.
     name : str
         Solver name in history, progress bars and warnings.
 
@@ -398,9 +401,7 @@ def proximal_completion(
             generator=rs.torch(problem.device),
             random_state=rs.numpy,
         ),
-        step_size=(
-            step_size if step_size is not None else 1.0 / (D**0.5 * problem.loss.rho)
-        ),
+        step_size=step_size if step_size is not None else _default_step(problem),
         mode_weights=mode_weights,
         weights=weights,
         linear=linear,
@@ -422,12 +423,27 @@ def proximal_completion(
         nonfinite_hint=(
             "the step size 1/rho may be too large for this loss, or the "
             "data badly scaled (try centering/standardizing them)"
+            + (
+                ""
+                if problem.weight is None
+                else ", or the sample weights too large for the dtype (rescale "
+                "them, e.g. w / w.max() with lam scaled the same way, or use "
+                "dtype='float64')"
+            )
         ),
     )
     res.info.update(
         lam=lam, lams=[lam * w for w in step.mode_weights], loss=res.info.pop("smooth")
     )
     return res
+
+
+def _default_step(problem: CompletionProblem) -> float:
+    """``1 / (sqrt(D) rho)``, and ``1 / (sqrt(D) max(w) rho)`` with sample weights."""
+    D = len(problem.unfoldings)
+    if problem.weight is None:
+        return 1.0 / (D**0.5 * problem.loss.rho)
+    return 1.0 / (D**0.5 * problem.loss.rho * problem.max_weight)
 
 
 #: The loop configuration of each named solver: (SVT strategy, momentum, label).

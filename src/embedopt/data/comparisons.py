@@ -65,6 +65,10 @@ class Comparisons:
     n_objects : int
     n_dropped : int
         Number of degenerate comparisons removed.
+    kept : numpy.ndarray of int64 or None
+        Positions, among the rows given, of the comparisons kept when some
+        were dropped (to align per-comparison data such as weights); None
+        when every row was kept.
 
     Raises
     ------
@@ -91,6 +95,7 @@ class Comparisons:
         validate: bool = True,
     ):
         self.n_dropped = 0
+        self.kept = None
         if not validate:
             self.indices = np.asarray(indices, dtype=np.int64)
             self.n_objects = int(n_objects)
@@ -133,6 +138,7 @@ class Comparisons:
             )
             idx = idx[keep]
             self.n_dropped = n_bad
+            self.kept = np.flatnonzero(keep)
         self.indices = idx
 
     # -- views ---------------------------------------------------------------------

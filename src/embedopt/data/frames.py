@@ -24,6 +24,7 @@ needs pandas installed (the error says so).
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -387,14 +388,14 @@ def pair_columns(
 def fitted_maps(model: object, arrays: Sequence[np.ndarray | None]) -> list:
     """The IdMaps of a fitted model's id arrays (``user_ids_``...), built once.
 
-    The maps are cached on ``model`` with the arrays they were built from and
-    rebuilt when an attribute holds another array (a refit, a loaded model):
-    a prediction does not rebuild a hash table of every id.
+    The maps are cached beside the model (not on it: what a model holds is
+    saved with it) with the arrays they were built from, and rebuilt when an
+    attribute holds another array (a refit, a loaded model).
 
     Parameters
     ----------
     model : object
-        The estimator (the cache is its ``_id_map_cache`` attribute).
+        The estimator.
     arrays : sequence of numpy.ndarray or None
         Its fitted ids per column; None for a column of positions.
 
@@ -402,10 +403,20 @@ def fitted_maps(model: object, arrays: Sequence[np.ndarray | None]) -> list:
     -------
     list of IdMap or None
     """
-    cache = getattr(model, "_id_map_cache", None)
-    if cache is not None and len(cache[0]) == len(arrays):
-        if all(a is b for a, b in zip(cache[0], arrays, strict=True)):
-            return cache[1]
+    try:
+        cached = _MAPS.get(model)
+    except TypeError:  # not weakly referable: no cache
+        cached = None
+    if cached is not None and len(cached[0]) == len(arrays):
+        if all(a is b for a, b in zip(cached[0], arrays, strict=True)):
+            return cached[1]
     maps = [None if a is None else IdMap(a) for a in arrays]
-    model._id_map_cache = (list(arrays), maps)
+    try:
+        _MAPS[model] = (list(arrays), maps)
+    except TypeError:
+        pass
     return maps
+
+
+#: model -> (its id arrays, their IdMaps): :func:`fitted_maps`' cache.
+_MAPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._core import DataValidationError, InvalidParameterError
+from .._core import DataValidationError, InvalidParameterError, persistable
 
 __all__ = ["IdMap"]
 
@@ -98,6 +98,7 @@ def _object_ids(arr: np.ndarray, what: str) -> np.ndarray:
     return arr.astype(np.int64) if kinds == {int} else arr
 
 
+@persistable
 class IdMap:
     """The distinct ids of one column and their codes 0..n-1 (sorted order).
 
@@ -216,10 +217,8 @@ class IdMap:
         pd = _pandas()
         if not (len(self) and values.size and _same_kind(values, self.ids)):
             pass  # nothing can match
-        elif pd is not None:  # a hash lookup; the table is built once per map
-            if getattr(self, "_index", None) is None:
-                self._index = pd.Index(self.ids)
-            codes = self._index.get_indexer(values).astype(np.int64)
+        elif pd is not None:  # a hash lookup
+            codes = pd.Index(self.ids).get_indexer(values).astype(np.int64)
         else:
             pos = np.searchsorted(self.ids, values).clip(0, len(self) - 1)
             hit = self.ids[pos] == values

@@ -133,15 +133,19 @@ class SparsePattern:
     def to_csr_transposed(self, values: torch.Tensor) -> torch.Tensor:
         """The transpose (n x m) of :meth:`to_csr` as a CSR tensor.
 
-        The permuted values are cached for the last ``values`` tensor (same
-        storage and version), since a solver multiplies by the same sparse
-        matrix several times per iteration.
+        The permuted values are cached for the last ``values`` tensor (the
+        same tensor object, unmodified since), since a solver multiplies by
+        the same sparse matrix several times per iteration. The cache holds
+        that tensor: keyed by its address instead, a new tensor that the
+        CUDA caching allocator places where a freed one was (same address,
+        fresh version counter) would find the old tensor's values, and
+        AIS-Impute in float32 on CUDA diverged from it.
         """
         tcrow, tcol, tperm = self.transposed_structure()
-        key = (values.data_ptr(), values._version, values.dtype, values.numel())
-        if self._tcache is None or self._tcache[0] != key:
-            self._tcache = (key, values[tperm])
-        return csr_tensor(tcrow, tcol, self._tcache[1], (self.shape[1], self.shape[0]))
+        cached = self._tcache
+        if cached is None or cached[0] is not values or cached[1] != values._version:
+            cached = self._tcache = (values, values._version, values[tperm])
+        return csr_tensor(tcrow, tcol, cached[2], (self.shape[1], self.shape[0]))
 
     def transposed_structure(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """CSR structure of the transpose (the CSC structure), built on first use.

@@ -32,7 +32,7 @@ import math
 import torch
 from torch import nn
 
-from .._core import InvalidParameterError, Registry, check_memory
+from .._core import InvalidParameterError, Registry, check_memory, persistable
 from ..data import SideFeatures
 
 __all__ = [
@@ -138,6 +138,7 @@ def _check_positive(owner: str, **values: int) -> None:
             )
 
 
+@persistable
 class EmbeddingTower(_Tower):
     """One learned k-dimensional row per id: ``tower(ids) = W[ids]``.
 
@@ -192,6 +193,7 @@ class EmbeddingTower(_Tower):
         return self._output(self.table(ids))
 
 
+@persistable
 class SideFeatureEncoder(nn.Module):
     """Side features of the ids as one vector: learned code embeddings, projected
     dense features, side by side.
@@ -264,6 +266,7 @@ class SideFeatureEncoder(nn.Module):
         return torch.cat(parts, 1)
 
 
+@persistable
 class MLPTower(_Tower):
     """A two-layer MLP over the side features of the ids (and optionally their
     id embedding): ``Linear -> ReLU -> Linear`` to k dimensions.
@@ -356,6 +359,7 @@ class MLPTower(_Tower):
         return self._output(self.mlp(torch.cat(parts, 1)))
 
 
+@persistable
 class ConcatTower(MLPTower):
     """Id embedding and side features through one MLP, unit-norm output.
 
@@ -430,6 +434,7 @@ class ConcatTower(MLPTower):
         )
 
 
+@persistable
 class SumTower(_Tower):
     """The sum of towers of the same ids: ``tower(i) = t_1(i) + ... + t_s(i)``.
 

@@ -20,6 +20,7 @@ The convex problem (the rank bound of eq. (8) dropped: it is what makes the
 problem non-convex; ``rank`` puts it back as a truncated projection)::
 
     min_G (1/|Q|) sum_q ell(d_near(G), d_far(G)) + lam tr(G)
+    (with sample_weight: (1 / sum w) sum_q w_q ell(...) + lam tr(G))
     s.t.  G PSD,  sum_ij g_ij = 0
 
 Projected gradient descent with a fixed step needs an eigendecomposition of
@@ -132,7 +133,7 @@ loss : {"ste", "tste", "gnmds", "ckl", "soe"} or OrdinalLoss"""
 _BUDGET_TAIL_DOC = """\
 update_frequency : int, optional
     m of the SVRG epoch whose budget an epoch matches (default |Q|).
-init_scale, n_objects, validation
+init_scale, n_objects, validation, sample_weight
     As in :func:`~embedopt.ordinal.svrg_sbb`.
 
 Returns
@@ -161,6 +162,7 @@ def sgd(
     init_scale: float = DEFAULT_INIT_SCALE,
     n_objects: int | None = None,
     validation: Comparisons | ArrayLike | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> SolverResult:
     """Ordinal embedding by mini-batch SGD with a decaying step.
 
@@ -197,7 +199,15 @@ def sgd(
         _SGD_OWN,
     )
     data = setup_options(
-        loss, n_objects, init, init_scale, validation, random_state, device, dtype
+        loss,
+        n_objects,
+        init,
+        init_scale,
+        validation,
+        random_state,
+        device,
+        dtype,
+        sample_weight=sample_weight,
     )
     s = _prepare(comparisons, n_components, data, run, "SGD", SGD_CONSTRAINTS)
     per_epoch = epoch_samples(s.problem.n_samples, update_frequency)
@@ -232,6 +242,7 @@ def batch_gd(
     init_scale: float = DEFAULT_INIT_SCALE,
     n_objects: int | None = None,
     validation: Comparisons | ArrayLike | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> SolverResult:
     """Ordinal embedding by batch gradient descent with a fixed step ("ncvx Batch").
 
@@ -254,7 +265,15 @@ def batch_gd(
     }
     validate_params("Batch GD", {"update_frequency": update_frequency}, _SGD_OWN)
     data = setup_options(
-        loss, n_objects, init, init_scale, validation, random_state, device, dtype
+        loss,
+        n_objects,
+        init,
+        init_scale,
+        validation,
+        random_state,
+        device,
+        dtype,
+        sample_weight=sample_weight,
     )
     s = _prepare(comparisons, n_components, data, run, "Batch GD", GD_CONSTRAINTS)
     return gradient_descent(
@@ -290,6 +309,7 @@ def projected_gd(
     init_scale: float = DEFAULT_INIT_SCALE,
     n_objects: int | None = None,
     validation: Comparisons | ArrayLike | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> SolverResult:
     """The convex baseline: projected gradient descent on the Gram matrix.
 
@@ -324,6 +344,10 @@ def projected_gd(
     n_objects : int, optional
     validation : Comparisons or array-like, optional
         Held-out comparisons; ``history["val_error"]`` of the embedding.
+    sample_weight : array-like of float, shape (m,), optional
+        As in :func:`~embedopt.ordinal.svrg_sbb`: the mean loss becomes the
+        weighted mean ``(1 / sum w) sum_q w_q ell_q``; ``lam tr(G)`` is
+        added to it unchanged.
 
     Returns
     -------
@@ -336,7 +360,15 @@ def projected_gd(
         {"lam": [Interval(float, 0, None)], "rank": [Interval(int, 1, None), None]},
     )
     options = setup_options(
-        loss, n_objects, init, init_scale, validation, random_state, device, dtype
+        loss,
+        n_objects,
+        init,
+        init_scale,
+        validation,
+        random_state,
+        device,
+        dtype,
+        sample_weight=sample_weight,
     )
     s = setup(
         comparisons, n_components, **options, owner="projected_gd", factored=False

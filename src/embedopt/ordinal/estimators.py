@@ -36,6 +36,7 @@ from ..data.frames import (
 from ..optim import IterationState
 from . import baselines  # noqa: F401  (registers the baselines in SOLVERS first)
 from .losses import LOSSES, OrdinalLoss, get_loss
+from .problem import comparison_weights
 from .solvers import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_EPSILON,
@@ -189,8 +190,9 @@ class OrdinalEmbedding(BaseEstimator):
     lam : float or "auto"
         Weight of the ridge ``lam ||X||_F^2`` added to the mean loss (the
         trace regularizer ``lam tr(G)`` of ``solver="cvx"``); taken by the
-        L-BFGS and convex solvers. ``"auto"``: ``1 / (2 |Q|)`` for the
-        likelihood losses STE and CKL -- the MAP estimate under a standard
+        L-BFGS and convex solvers. ``"auto"``: ``1 / (2 |Q|)`` (``|Q|`` the
+        sum of the weights of a weighted fit) for the likelihood losses STE
+        and CKL -- the MAP estimate under a standard
         normal prior on every coordinate, i.e. ``||X||^2 / 2`` added to the
         summed negative log-likelihood -- and 0 for the others and for the
         stochastic solvers, which have no ridge term (``solver="auto"`` picks
@@ -334,6 +336,7 @@ class OrdinalEmbedding(BaseEstimator):
         n_objects: int | None = None,
         validation: Comparisons | ArrayLike | None = None,
         init: ArrayLike | torch.Tensor | None = None,
+        sample_weight: ArrayLike | None = None,
     ) -> OrdinalEmbedding:
         """Learn the embedding from comparisons.
 
@@ -360,17 +363,26 @@ class OrdinalEmbedding(BaseEstimator):
             Initial embedding (default: random ``N(0, init_scale^2)``). One
             whose rows are all equal (all zeros) is refused: it is a saddle
             point of every ordinal loss (except for ``solver="cvx"``).
+        sample_weight : array-like of float, shape (m,), optional
+            One finite weight >= 0 per comparison (e.g. the reliability of
+            the crowd worker who answered it): every solver minimizes the
+            weighted mean loss ``(1 / sum w) sum_q w_q ell_q`` (plus the
+            ridge). An integer weight k counts the comparison k times (also
+            in ``lam="auto"``, ``1 / (2 sum w)``), a weight 0 leaves it out;
+            the weights of degenerate comparisons are dropped with them.
+            None: all equal (the unweighted fit).
 
         Returns
         -------
         self
         """
         ctx = self._start_fit()
-        X, n_objects = self._map_objects(X, n_objects)
-        if validation is not None and self.object_ids_ is not None:
-            validation = self._codes(validation, "raise")
-        comps = as_comparisons(X, y, n_objects=n_objects, owner=type(self).__name__)
-        solver = resolve_solver(self.solver, len(comps))
+        owner = type(self).__name__
+        X, n_objects, validation = self._map_objects(X, n_objects, validation)
+        comps = as_comparisons(X, y, n_objects=n_objects, owner=owner)
+        weights = comparison_weights(sample_weight, X, comps, owner)
+        n_fit = len(comps) if weights is None else int(np.count_nonzero(weights))
+        solver = resolve_solver(self.solver, n_fit)
         loss = get_loss(
             self.loss,
             self.n_components,
@@ -378,8 +390,9 @@ class OrdinalEmbedding(BaseEstimator):
             alpha=self.alpha,
             margin=self.margin,
         )
-        kwargs = self._solver_options(solver, ctx, len(comps))
-        lam = resolve_lam(self.lam, solver, loss, len(comps))
+        kwargs = self._solver_options(solver, ctx, n_fit)
+        evidence = n_fit if weights is None else float(weights.sum())
+        lam = resolve_lam(self.lam, solver, loss, evidence)
         if solver in RIDGE_SOLVERS:
             kwargs["lam"] = lam
         n_init = resolve_n_init(self.n_init, loss, self.n_components, init)
@@ -387,7 +400,13 @@ class OrdinalEmbedding(BaseEstimator):
             SOLVERS.get(solver),
             n_init,
             (comps, self.n_components),
-            dict(init=init, loss=loss, validation=validation, **kwargs),
+            dict(
+                init=init,
+                loss=loss,
+                validation=validation,
+                sample_weight=weights,
+                **kwargs,
+            ),
         )
         self.loss_ = loss
         self.embedding_tensor_ = result.x
@@ -397,13 +416,14 @@ class OrdinalEmbedding(BaseEstimator):
         self._store_result(result, solver=solver)
         return self
 
-    def _map_objects(self, X, n_objects):
+    def _map_objects(self, X, n_objects, validation):
         """``fit``'s comparisons with their ids mapped (one map over every
-        column: the objects are one set), setting ``object_ids_``."""
+        column: the objects are one set), setting ``object_ids_``, and the
+        validation comparisons in the same codes."""
         read = _comparison_columns(X, type(self).__name__)
         self.object_ids_ = None
         if read is None:
-            return X, n_objects
+            return X, n_objects, validation
         columns, maps = map_id_columns(
             read[0], _LAYOUTS[len(read[0])], every=read[1], shared=True
         )
@@ -414,7 +434,9 @@ class OrdinalEmbedding(BaseEstimator):
                 "with ids, or pass positions 0..n-1."
             )
         self.object_ids_ = public_ids(maps[0])
-        return np.stack(columns, axis=1), n_objects
+        if validation is not None:
+            validation = self._codes(validation, "raise")
+        return np.stack(columns, axis=1), n_objects, validation
 
     def _codes(self, X, unknown: str):
         """Comparisons in the fitted ids as codes (-1: unknown, where
@@ -469,7 +491,7 @@ class OrdinalEmbedding(BaseEstimator):
         X, y
             See :meth:`fit`.
         **fit_params
-            ``n_objects``, ``validation``, ``init``.
+            ``n_objects``, ``validation``, ``init``, ``sample_weight``.
 
         Returns
         -------
@@ -571,32 +593,41 @@ class OrdinalEmbedding(BaseEstimator):
         d = self.decision_function(X)
         return np.where(np.isnan(d), 0, np.where(d < 0, 1, -1)).astype(np.int64)
 
-    def score(self, X: Comparisons | ArrayLike, y: ArrayLike | None = None) -> float:
+    def score(
+        self,
+        X: Comparisons | ArrayLike,
+        y: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> float:
         """Triplet accuracy: fraction of comparisons the embedding agrees with.
 
         ``1 - triplet_error`` (ties count as errors; degenerate comparisons are
-        dropped with a warning).
+        dropped with a warning, their weights with them).
 
         Parameters
         ----------
         X : Comparisons or array-like of int, shape (m, 3) or (m, 4)
             Oriented comparisons, or comparisons as asked with ``y``.
         y : array-like of {-1, +1}, optional
+        sample_weight : array-like of float, shape (m,), optional
+            One weight >= 0 per comparison: the weighted accuracy
+            ``sum_q w_q [q right] / sum_q w_q``.
 
         Returns
         -------
         float
         """
         check_is_fitted(self, "embedding_")
+        owner = type(self).__name__
         X = self._codes(X, self.unknown)
         if self.object_ids_ is not None and isinstance(X, np.ndarray) and (X < 0).any():
             # stand-ins beyond the fitted objects: oriented by y, then unknown
             fake = self.n_objects_ + np.arange(X.size).reshape(X.shape)
-            comps = as_comparisons(
-                np.where(X < 0, fake, X), y, owner=type(self).__name__
-            )
+            comps = as_comparisons(np.where(X < 0, fake, X), y, owner=owner)
+            weights = comparison_weights(sample_weight, X, comps, owner)
             Q = comps.as_quadruplets()
             d = self._decision(np.where(Q >= self.n_objects_, -1, Q))
-            return float(np.mean(d < 0))
-        comps = as_comparisons(X, y, owner=type(self).__name__)
-        return float(np.mean(self.predict(comps) == 1))
+            return float(np.average(d < 0, weights=weights))
+        comps = as_comparisons(X, y, owner=owner)
+        weights = comparison_weights(sample_weight, X, comps, owner)
+        return float(np.average(self.predict(comps) == 1, weights=weights))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .._core import InvalidParameterError, Registry
+from .._core import InvalidParameterError, Registry, persistable
 
 __all__ = [
     "LOSSES",
@@ -75,6 +75,7 @@ class OrdinalLoss:
         return f"{type(self).__name__}({params})"
 
 
+@persistable
 class GNMDSLoss(OrdinalLoss):
     """Hinge loss of GNMDS (Agarwal et al.; Ma et al., eq. (45), (56)).
 
@@ -103,6 +104,7 @@ class GNMDSLoss(OrdinalLoss):
         return active, -active
 
 
+@persistable
 class CKLLoss(OrdinalLoss):
     """Crowd Kernel Learning (Tamuz et al., 2011).
 
@@ -149,6 +151,7 @@ class CKLLoss(OrdinalLoss):
         return a, a - 1.0 / far
 
 
+@persistable
 class STELoss(OrdinalLoss):
     """Stochastic Triplet Embedding (van der Maaten & Weinberger; eq. (48), (54)).
 
@@ -169,6 +172,7 @@ class STELoss(OrdinalLoss):
         return s, -s
 
 
+@persistable
 class TSTELoss(OrdinalLoss):
     """t-distributed STE (van der Maaten & Weinberger; eq. (49), (58)).
 
@@ -223,6 +227,7 @@ class TSTELoss(OrdinalLoss):
         return s / (alpha + d_near), -s / (alpha + d_far)
 
 
+@persistable
 class SOELoss(OrdinalLoss):
     """Soft Ordinal Embedding (Terada & von Luxburg, 2014), as users know it.
 

@@ -150,14 +150,19 @@ def resolve_solver(name: str, n_comparisons: int) -> str:
 
 
 def resolve_lam(
-    lam: float | Literal["auto"], solver: str, loss: OrdinalLoss, n_comparisons: int
+    lam: float | Literal["auto"],
+    solver: str,
+    loss: OrdinalLoss,
+    n_comparisons: float,
 ) -> float:
     """The ridge weight of a fit: ``lam`` with ``"auto"`` resolved.
 
     ``"auto"`` is ``1 / (2 |Q|)`` for the likelihood losses (STE, CKL) under
     a solver with a ridge term (:data:`RIDGE_SOLVERS`): the MAP estimate
     under a standard normal prior on every coordinate. It is 0 for the other
-    losses and solvers.
+    losses and solvers. With weighted comparisons ``|Q|`` is the sum of the
+    weights: a weight counts as that many repetitions of the comparison, in
+    the likelihood as in the objective.
 
     Parameters
     ----------
@@ -165,7 +170,8 @@ def resolve_lam(
     solver : str
         The resolved solver name.
     loss : OrdinalLoss
-    n_comparisons : int
+    n_comparisons : float
+        |Q|, or the sum of the weights of weighted comparisons.
 
     Returns
     -------
@@ -368,6 +374,7 @@ def svrg_sbb(
     init_scale: float = DEFAULT_INIT_SCALE,
     n_objects: int | None = None,
     validation: Comparisons | ArrayLike | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> SolverResult:
     """Ordinal embedding by SVRG with stabilized Barzilai-Borwein steps (Algorithm 1).
 
@@ -434,6 +441,13 @@ def svrg_sbb(
     validation : Comparisons or array-like, optional
         Held-out comparisons; their triplet error is recorded each epoch in
         ``history["val_error"]`` (off the clock).
+    sample_weight : array-like of float, shape (m,), optional
+        One finite weight >= 0 per comparison (e.g. the reliability of the
+        worker who answered it): the objective becomes the weighted mean
+        ``(1 / sum w) sum_q w_q ell_q``. Comparisons are still drawn
+        uniformly, each drawn term carrying its weight, so the stochastic
+        gradients stay unbiased (see :mod:`embedopt.ordinal.problem`).
+        None: all equal.
 
     Returns
     -------
@@ -456,7 +470,15 @@ def svrg_sbb(
         "callback": callback,
     }
     data = setup_options(
-        loss, n_objects, init, init_scale, validation, random_state, device, dtype
+        loss,
+        n_objects,
+        init,
+        init_scale,
+        validation,
+        random_state,
+        device,
+        dtype,
+        sample_weight=sample_weight,
     )
     return _run_svrg(
         comparisons,
@@ -528,6 +550,7 @@ def lbfgs(
     init_scale: float = 1.0,
     n_objects: int | None = None,
     validation: Comparisons | ArrayLike | None = None,
+    sample_weight: ArrayLike | None = None,
 ) -> SolverResult:
     """Ordinal embedding by full-batch L-BFGS.
 
@@ -572,7 +595,7 @@ def lbfgs(
         (what :class:`~embedopt.ordinal.OrdinalEmbedding` uses by default).
     init_scale : float
         Standard deviation of the random start: N(0, I) as in cblearn.
-    n_objects, validation
+    n_objects, validation, sample_weight
         As in :func:`svrg_sbb` (``validation`` is evaluated every iteration).
 
     Returns
@@ -590,7 +613,15 @@ def lbfgs(
     }
     validate_params("lbfgs", dict(lam=lam), {"lam": [Interval(float, 0, None)]})
     data = setup_options(
-        loss, n_objects, init, init_scale, validation, random_state, device, dtype
+        loss,
+        n_objects,
+        init,
+        init_scale,
+        validation,
+        random_state,
+        device,
+        dtype,
+        sample_weight=sample_weight,
     )
     s = _prepare(comparisons, n_components, data, run, "L-BFGS", LBFGS_CONSTRAINTS)
     threads = lbfgs_threads(s.problem)

@@ -20,6 +20,7 @@ from .._core import (
     RandomStateLike,
     as_array,
     check_is_fitted,
+    check_param,
     fill_doc,
     to_numpy,
 )
@@ -405,10 +406,9 @@ class ProductQuantizer(BaseEstimator):
             Row indices into ``codes``.
         """
         metric = self.metric if metric is None else metric
-        if metric not in ("l2", "ip"):
-            raise DataValidationError(f"metric must be 'l2' or 'ip'; got {metric!r}.")
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise DataValidationError(f"k must be a positive int; got {k!r}.")
+        owner = f"{type(self).__name__}.search"
+        check_param(owner, "metric", metric, [Options(("l2", "ip"))])
+        check_param(owner, "k", k, [Interval(int, 1, None)])
         Q = self._vectors(queries, "queries") @ self.rotation_tensor_
         c = self._codes(codes)
         if c.shape[0] == 0:

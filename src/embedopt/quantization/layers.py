@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._core import Interval, Options, validate_params
+from .._core import Interval, Options, persistable, validate_params
 from ..linalg.rotations import cayley
 from .codebooks import adc_search, assign, check_n_subquantizers, split
 
@@ -35,6 +35,7 @@ _CONSTRAINTS = {
 }
 
 
+@persistable
 class CayleyRotation(nn.Module):
     """A rotation ``R = R_0 cayley(S)`` parameterized by the strict upper triangle of S.
 
@@ -85,6 +86,7 @@ class CayleyRotation(nn.Module):
         self.weight.zero_()
 
 
+@persistable
 class ProductQuantizationLayer(nn.Module):
     """Trainable PQ indexing layer ``T(X) = phi(X R) R^T`` (straight-through).
 

@@ -39,6 +39,7 @@ from .._core import (
     RandomState,
     Registry,
     check_tensor_memory,
+    persistable,
     resolve_device,
     resolve_dtype,
     resolve_random_state,
@@ -147,6 +148,7 @@ def _unconstrained_sgd(layer, *, lr, selection, generator) -> torch.optim.Optimi
     return torch.optim.SGD([layer.rotation_weight], lr=lr / 4.0)
 
 
+@persistable
 class TwoTowerNet(nn.Module):
     """User tower, item tower and the item-side PQ indexing layer (Figure 1).
 

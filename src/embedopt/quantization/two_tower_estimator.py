@@ -20,6 +20,7 @@ from .._core import (
     DataValidationError,
     DeviceLike,
     DtypeLike,
+    InvalidParameterError,
     Options,
     RandomStateLike,
     check_is_fitted,
@@ -214,6 +215,7 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
         user_features: Mapping[str, ArrayLike] | SideFeatures | None = None,
         item_features: Mapping[str, ArrayLike] | SideFeatures | None = None,
         warm_start_from: TwoTowerRetrieval | None = None,
+        sample_weight: None = None,
     ) -> TwoTowerRetrieval:
         """Train the towers and the index (warm-up, OPQ warm start, index phase).
 
@@ -245,11 +247,37 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
             its OPQ warm start (``warm_state_``) and run only the index phase.
             This is how rotation methods are compared from one shared warm
             start (Sec. 3.2 protocol) without repeating phases 1-2.
+        sample_weight : None
+            Not supported: only None is accepted (the argument exists so that
+            a weighted call fails with a clear error). Each in-batch loss
+            scores a positive pair against the other pairs of its batch,
+            drawn uniformly from the positives; a weight could scale a pair's
+            own term but not its part as a negative of the other rows, nor
+            the uniform sample of the OPQ warm start. To weight pairs, draw
+            them in proportion to their weights (repeat a pair ``w`` times,
+            or ``rng.choice(n_pairs, size, p=w / w.sum())``) before ``fit``:
+            that changes both parts alike.
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        InvalidParameterError
+            If ``sample_weight`` is not None.
+        DataValidationError
+            Bad pairs or features, or a ``warm_start_from`` that is not fitted.
         """
+        if sample_weight is not None:
+            raise InvalidParameterError(
+                f"{type(self).__name__}.fit does not take sample_weight: its "
+                "in-batch losses use every pair of a batch as a negative of the "
+                "others, so a per-pair weight has no single meaning there. "
+                "Resample the pairs in proportion to their weights instead "
+                "(np.random.default_rng().choice(n_pairs, size, p=w / w.sum())), "
+                "or use TwoTowerModel, whose fit takes sample_weight."
+            )
         ctx = self._start_fit()
         data = as_interactions(self._map_pairs(X, shape), shape)
         state = None

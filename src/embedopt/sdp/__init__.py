@@ -23,7 +23,7 @@ from .baselines import (
     frank_wolfe,
     quartic_step,
 )
-from .estimators import ColoredMVU, KernelLearning
+from .estimators import ColoredMVU, KernelLearning, kernel_kmeans
 from .gamma import GammaEstimate, estimate_gamma
 from .graphs import knn_laplacian, knn_pairs
 from .problem import (
@@ -73,6 +73,7 @@ __all__ = [
     "frank_wolfe",
     "get_solver",
     "initial_factors",
+    "kernel_kmeans",
     "knn_laplacian",
     "knn_pairs",
     "one_hot_labels",

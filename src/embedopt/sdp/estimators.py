@@ -533,16 +533,51 @@ class KernelLearning(BaseEstimator):
         check_param(owner, "n_clusters", n_clusters, [Interval(int, 1, len(V))])
         check_param(owner, "n_init", n_init, [Interval(int, 1, None)])
         seed = self.random_state if random_state is None else random_state
-        rng = resolve_random_state(seed, "KernelLearning.cluster").numpy
-        best, best_inertia = None, np.inf
-        for _ in range(int(n_init)):
-            with warnings.catch_warnings():  # an empty cluster: another restart
-                warnings.simplefilter("ignore", UserWarning)
-                centers, labels = kmeans2(V, int(n_clusters), minit="++", seed=rng)
-            inertia = float(((V - centers[labels]) ** 2).sum())
-            if inertia < best_inertia:
-                best, best_inertia = labels, inertia
-        return best
+        return kernel_kmeans(V, n_clusters, n_init=n_init, random_state=seed)
+
+
+def kernel_kmeans(
+    V: ArrayLike,
+    n_clusters: int,
+    *,
+    n_init: int = 10,
+    random_state: RandomStateLike = None,
+) -> np.ndarray:
+    """Kernel k-means on ``K = V V^T``: k-means on the rows of the factor V.
+
+    ``||phi_i - phi_j||^2 = K_ii + K_jj - 2 K_ij = ||v_i - v_j||^2``, so
+    Lloyd's k-means (SciPy's ``kmeans2``, k-means++ seeding) on V's rows is
+    kernel k-means on K at ``O(n r n_clusters)`` per iteration.
+
+    Parameters
+    ----------
+    V : array-like, shape (n, r)
+        A factor of the kernel (e.g. ``KernelLearning().embedding_``).
+    n_clusters : int
+    n_init : int
+        Restarts; the one with the smallest within-cluster sum of squares is
+        kept (a restart that empties a cluster simply loses).
+    random_state : None, int or numpy Generator
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (n,)
+        Cluster labels.
+    """
+    V = np.asarray(V, dtype=np.float64)
+    owner = "kernel_kmeans"
+    check_param(owner, "n_clusters", n_clusters, [Interval(int, 1, len(V))])
+    check_param(owner, "n_init", n_init, [Interval(int, 1, None)])
+    rng = resolve_random_state(random_state, owner).numpy
+    best, best_inertia = None, np.inf
+    for _ in range(int(n_init)):
+        with warnings.catch_warnings():  # an empty cluster: another restart
+            warnings.simplefilter("ignore", UserWarning)
+            centers, labels = kmeans2(V, int(n_clusters), minit="++", seed=rng)
+        inertia = float(((V - centers[labels]) ** 2).sum())
+        if inertia < best_inertia:
+            best, best_inertia = labels, inertia
+    return best
 
 
 @fill_doc(

@@ -18,8 +18,11 @@ them are compared on the exact objective:
 The term of a pair (i, j) in ``L = sum_(i,j) t_ij + (lam / 2) ||theta||^2``
 is, with ``w_ij = (omega / 2) a_i b_j (Ytilde_ij - Yhat_ij)^2``::
 
-    t_ij = l(Y_ij, Yhat_ij) + [imputed == "all"] w_ij     (i, j) observed
-    t_ij = w_ij                                           otherwise
+    t_ij = c_ij l(Y_ij, Yhat_ij) + [imputed == "all"] w_ij    (i, j) observed
+    t_ij = w_ij                                              otherwise
+
+(``c_ij``: the objective's ``sample_weight`` of the observed pair, 1
+without one), so both solvers honour the confidences of the objective.
 """
 
 from __future__ import annotations
@@ -100,6 +103,8 @@ class _PairTerms:
         pat = objective.pattern
         self.keys = pat.row_indices() * self.n + pat.col_indices()
         self.labels = objective.labels.to(dtype)
+        conf = objective.sample_weight
+        self.confidence = None if conf is None else conf.to(dtype)
         self.a, self.b = su.weights.to(dtype), sv.weights.to(dtype)
         self.tilde_u, self.tilde_v = su.tilde.to(dtype), sv.tilde.to(dtype)
         self.half_omega = 0.5 * objective.omega
@@ -125,7 +130,10 @@ class _PairTerms:
     def _total(self, x, users, items, scores, ytilde, weights, scale):
         hit, pos = self._lookup(users * self.n + items)
         obj = self.objective
-        observed = obj.loss.value(self.labels[pos[hit]], scores[hit]).sum()
+        observed = obj.loss.value(self.labels[pos[hit]], scores[hit])
+        if self.confidence is not None:
+            observed = self.confidence[pos[hit]] * observed
+        observed = observed.sum()
         imputed = weights * (ytilde - scores) ** 2
         if self.unobserved_only:
             imputed = torch.where(hit, 0.0, imputed)

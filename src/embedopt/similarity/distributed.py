@@ -121,9 +121,9 @@ class DistributedAllPairsObjective(AllPairsObjective):
     **options
         Every keyword of :class:`~embedopt.similarity.AllPairsObjective`
         (``loss``, ``omega``, ``user_weights``, ``item_weights``,
-        ``imputation``, ``imputed``, ``lam``, ``user_inputs``,
-        ``item_inputs``, ``chunk_size``); ``chunk_size`` bounds the entities
-        per tower pass within the local shard.
+        ``sample_weight``, ``imputation``, ``imputed``, ``lam``,
+        ``user_inputs``, ``item_inputs``, ``chunk_size``); ``chunk_size``
+        bounds the entities per tower pass within the local shard.
 
     Attributes
     ----------
@@ -248,6 +248,8 @@ class DistributedAllPairsObjective(AllPairsObjective):
         self.labels = self.labels[lo:hi].clone()
         self.ytilde = self.ytilde[lo:hi].clone()
         self.pair_weights = self.pair_weights[lo:hi].clone()
+        if self.sample_weight is not None:
+            self.sample_weight = self.sample_weight[lo:hi].clone()
         self.sides = tuple(
             _Side(
                 side.name,
@@ -482,6 +484,13 @@ def run_distributed(
         raise InvalidParameterError(
             "The 'start_method' parameter of run_distributed must be 'spawn', "
             f"'fork' or 'forkserver'. Got {start_method!r}."
+        )
+    if start_method == "fork" and torch.cuda.is_initialized():
+        # the children would die with "CUDA error: initialization error" or
+        # autograd's fork error, far from the cause
+        raise InvalidParameterError(
+            "run_distributed(start_method='fork') cannot start processes from "
+            "one that has initialized CUDA; use start_method='spawn'."
         )
     if threads is None:
         threads = max(1, (os.cpu_count() or 1) // world_size)

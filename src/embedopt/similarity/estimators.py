@@ -52,6 +52,7 @@ from .losses import LOSSES, LossLike
 from .problem import (
     AllPairsObjective,
     Imputation,
+    _sample_weight,
     popularity_weights,
 )
 from .solvers import (
@@ -93,8 +94,9 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         sum of both, an id embedding plus an MLP of the features
         (:class:`~embedopt.nn.SumTower`); ``"auto"``:
         ``"hybrid"`` when that side has features, else ``"embedding"``. A
-        module is used as is: it receives the ids (int64) of a batch of
-        entities and returns their (batch, k) embeddings.
+        module is used as is (trained in place), moved to the estimator's
+        ``device`` first: it receives the ids (int64) of a batch of entities
+        and returns their (batch, k) embeddings.
     hidden : int
         Hidden width of the built-in MLP towers.
     loss : {"square", "logistic"} or loss object
@@ -297,6 +299,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         user_features: Mapping[str, ArrayLike] | SideFeatures | None = None,
         item_features: Mapping[str, ArrayLike] | SideFeatures | None = None,
         validation: InteractionsLike | None = None,
+        sample_weight: ArrayLike | sp.spmatrix | None = None,
     ) -> TwoTowerModel:
         """Train both towers on all pairs.
 
@@ -323,6 +326,17 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
             Held-out pairs: P@k, recall@k, nDCG@k and MAP@k
             (k = ``eval_k``, training pairs excluded) are recorded in
             ``history_`` after every iteration.
+        sample_weight : array-like of shape (n_pairs,) or sparse matrix, optional
+            The confidence of each observed pair (iALS's ``1 + alpha r``):
+            finite, non-negative, not all zero. It multiplies the pair's
+            loss; the imputed term of the unobserved pairs is unchanged
+            (:class:`~embedopt.similarity.AllPairsObjective`). An array
+            follows the order of the pairs: that of a tuple ``X``; for a
+            sparse ``X``, row-major order with duplicates summed (``.data``
+            of ``X.tocsr()`` after ``sum_duplicates()``). A sparse matrix
+            (with a sparse ``X``) holds each pair's weight at the pair's
+            position and stores the same entries as ``X``. None: all 1.
+            Every solver honours it.
 
         Returns
         -------
@@ -334,20 +348,24 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
             A bad parameter.
         DataValidationError
             Indices out of range, NaN labels or features, feature rows that
-            do not match the matrix, an empty matrix.
+            do not match the matrix, an empty matrix; a ``sample_weight`` of
+            the wrong length, negative, NaN or infinite, or all zero.
         """
         self._validate_params()
         distributed, group = self._group()
         ctx = self._group_context(group) if distributed else resolve_fit_context(self)
         owner = type(self).__name__
-        data = _fit_data(self._map_pairs(X), user_features, item_features)
+        X = self._map_pairs(X)
+        data = _fit_data(X, user_features, item_features)
         _check_mapped_rows(data.shape, self.user_ids_, self.item_ids_)
+        weight = _fit_weights(sample_weight, X, data, f"{owner}.fit")
         self.shape_ = (m, n) = data.shape
         _check_size(owner, (m, n), self.n_components, ctx)
         uf, vf = _side_features(user_features, item_features, m, n)
         self._remember_seen(data)
         towers, k = self._build_towers(uf, vf, ctx)
         options = self._objective_options(data, m, n)
+        options["sample_weight"] = weight
         objective = self._objective(towers, data, options, distributed, group)
         records: list[dict] = []
         callback = self._validation_callback(objective, validation, records)
@@ -398,7 +416,9 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
 
     def _tower(self, spec, n: int, features, ctx, side: str) -> nn.Module:
         if isinstance(spec, nn.Module):
-            return spec
+            # a module built on the CPU (the default of torch and build_tower)
+            # meets ids on the fit's device; Module.to moves it in place
+            return spec.to(device=ctx.device)
         if spec == "auto":
             spec = "hybrid" if features is not None else "embedding"
         if spec in FEATURE_TOWERS and features is None:
@@ -610,6 +630,31 @@ def _check_mapped_rows(shape, user_ids, item_ids) -> None:
                 f"mapped to {ids.size} codes: give one row per distinct {side} id, "
                 f"in the sorted order of {side}_ids_."
             )
+
+
+def _fit_weights(sample_weight, X, data, owner: str) -> np.ndarray | None:
+    """``sample_weight`` checked, one float per pair of ``data`` in its order
+    (a sparse matrix read at the pairs of the sparse ``X``)."""
+    if sample_weight is None:
+        return None
+    if sp.issparse(sample_weight):
+        W = sp.csr_matrix(sample_weight, copy=True)
+        W.sum_duplicates()  # also sorts the indices: data's row-major order
+        rows = np.repeat(np.arange(W.shape[0]), np.diff(W.indptr))
+        if not (
+            sp.issparse(X)
+            and W.shape == X.shape
+            and np.array_equal(rows, data.users)
+            and np.array_equal(W.indices, data.items)
+        ):
+            raise DataValidationError(
+                f"A sparse sample_weight of {owner} must store the same entries "
+                "as the sparse matrix X (its weight at each pair); give a sparse "
+                "X, or one weight per pair as a 1-D array."
+            )
+        sample_weight = W.data
+    order = np.arange(len(data))
+    return _sample_weight(sample_weight, order, owner, "cpu").numpy()
 
 
 def _side_features(user_features, item_features, m: int, n: int):

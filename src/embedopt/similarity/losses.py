@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import torch
 
-from .._core import InvalidParameterError, Registry
+from .._core import InvalidParameterError, Registry, persistable
 
 __all__ = ["LOSSES", "AutogradLoss", "LogisticLoss", "SquareLoss", "get_loss"]
 
@@ -25,6 +25,7 @@ __all__ = ["LOSSES", "AutogradLoss", "LogisticLoss", "SquareLoss", "get_loss"]
 LossLike = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | object
 
 
+@persistable
 class SquareLoss:
     """``l(y, z) = (y - z)^2 / 2`` (the paper's choice for rating-like labels)."""
 
@@ -43,6 +44,7 @@ class SquareLoss:
         return torch.ones_like(z)
 
 
+@persistable
 class LogisticLoss:
     """``l(y, z) = log(1 + exp(-y z))`` for labels ``y`` in {-1, +1}.
 

@@ -4,10 +4,11 @@ at O(m + n) cost (paper Sec. 3; ``notes/similarity-derivations.md``).
 Two towers embed the m left entities (users) and the n right entities
 (items): ``p_i = f(theta_u; u_i)``, ``q_j = g(theta_v; v_j)``, stacked in P
 (m x k) and Q (n x k); the predicted similarity is ``Yhat = P Q^T``, never
-formed. With observed pairs O and labels Y_O, weights ``a`` (m,), ``b`` (n,),
-and an imputed matrix ``Ytilde = Ptilde Qtilde^T`` for the other pairs::
+formed. With observed pairs O, labels Y_O and confidences ``w_ij`` (the
+``sample_weight``, default 1), weights ``a`` (m,), ``b`` (n,), and an imputed
+matrix ``Ytilde = Ptilde Qtilde^T`` for the other pairs::
 
-    L(theta) = sum_{(i,j) in O} l(Y_ij, Yhat_ij)
+    L(theta) = sum_{(i,j) in O} w_ij l(Y_ij, Yhat_ij)
              + (omega / 2) sum_{(i,j) in S} a_i b_j (Ytilde_ij - Yhat_ij)^2
              + (lam / 2) ||theta||^2
 
@@ -22,6 +23,11 @@ F(g))``:
   product) of each tower with cotangents ``X_P``, ``X_Q``;
 - Gauss-Newton product (Sec. 3.4): one forward-mode pass (Jacobian-vector
   product) and one reverse pass of each tower.
+
+The confidences ``w`` (iALS's ``1 + alpha r``, Hu et al., 2008) multiply the
+observed-pair loss only: the Gramian terms and their correction on O do not
+see them, and the observed parts of the three oracles (``l``, ``l'``,
+``l''`` on O) are multiplied by ``w`` pair by pair, ``O(|O|)`` more work.
 
 The regularizer Psi of eq. 5 is ``||theta||^2 / 2`` (twice differentiable,
 strongly convex, as the paper asks); users wanting another can add it to
@@ -192,6 +198,13 @@ class AllPairsObjective:
         Weight of the imputed pairs.
     user_weights, item_weights : array-like of shape (m,) / (n,), optional
         ``a`` and ``b``; default all ones.
+    sample_weight : array-like of shape (|O|,), optional
+        ``w``: one finite non-negative confidence per observed pair, in the
+        order of the pairs of ``interactions`` (of
+        :func:`~embedopt.data.as_interactions`), not all zero; it multiplies
+        that pair's loss ``l(Y_ij, Yhat_ij)``. None: all 1 (the unweighted
+        objective, computed without the products). A pair of weight 0 with
+        ``imputed="unobserved"`` is in neither term.
     imputation : float or tuple (Ptilde, Qtilde)
         The imputed labels: a constant c (``Ptilde = c 1``, ``Qtilde = 1``),
         or the factors of a prior model, shapes (m, kt) and (n, kt).
@@ -216,11 +229,14 @@ class AllPairsObjective:
         ``(m, n)``.
     n_observed : int
         ``|O|``.
+    sample_weight : torch.Tensor or None
+        The confidences w (float64) of the observed pairs sorted by user,
+        then item; None when none were given.
 
     Notes
     -----
-    The Gauss-Newton matrix is ``J^T D J + lam I`` with ``D_ij = l''(Y_ij,
-    Yhat_ij)`` on O and ``omega a_i b_j`` on the imputed pairs (for
+    The Gauss-Newton matrix is ``J^T D J + lam I`` with ``D_ij = w_ij
+    l''(Y_ij, Yhat_ij)`` on O and ``omega a_i b_j`` on the imputed pairs (for
     ``imputed="all"``, the observed pairs carry both); it is positive
     semidefinite for convex l and non-negative weights.
     """
@@ -235,6 +251,7 @@ class AllPairsObjective:
         omega: float = 1.0,
         user_weights: ArrayLike | torch.Tensor | None = None,
         item_weights: ArrayLike | torch.Tensor | None = None,
+        sample_weight: ArrayLike | torch.Tensor | None = None,
         imputation: Imputation = 0.0,
         imputed: str = "unobserved",
         lam: float = 0.0,
@@ -264,6 +281,8 @@ class AllPairsObjective:
         order = self.pattern.order.cpu().numpy()
         labels = np.ones(len(data)) if data.values is None else data.values
         self.labels = torch.as_tensor(labels[order], dtype=_F64, device=dev)
+        #: w in CSR order (float64), or None: all 1, no products
+        self.sample_weight = _sample_weight(sample_weight, order, owner, dev)
         rows, cols = data.users[order], data.items[order]
         tilde_u, tilde_v = _imputation_factors(imputation, m, n, dev)
         weights_u = _weights(user_weights, m, "user_weights", dev)
@@ -350,7 +369,7 @@ class AllPairsObjective:
         if state.value is None:
             state.value = self._value(state)
         loss, pat = self.loss, self.pattern
-        residual = loss.first(self.labels, state.yhat)
+        residual = self._confident(loss.first(self.labels, state.yhat))
         if self.imputed == "unobserved":
             residual = residual - self.omega * self.pair_weights * (
                 state.yhat - self.ytilde
@@ -385,7 +404,7 @@ class AllPairsObjective:
         state = self._evaluate(x, keep_graph=True)
         d2 = state.extras.get("d2")
         if d2 is None:
-            d2 = self.loss.second(self.labels, state.yhat)
+            d2 = self._confident(self.loss.second(self.labels, state.yhat))
             if self.imputed == "unobserved":
                 d2 = d2 - self.omega * self.pair_weights
             state.extras["d2"] = d2
@@ -416,7 +435,7 @@ class AllPairsObjective:
     # -- pieces ----------------------------------------------------------------
     def _value(self, state: _State) -> float:
         y, yhat = self.labels, state.yhat
-        observed = self.loss.value(y, yhat).sum()
+        observed = self._confident(self.loss.value(y, yhat)).sum()
         on_observed = observed.new_zeros(())
         if self.imputed == "unobserved":
             on_observed = (self.pair_weights * (self.ytilde - yhat) ** 2).sum()
@@ -427,6 +446,11 @@ class AllPairsObjective:
             all_pairs = all_pairs - on_observed
         reg = sum(float((p.to(_F64) ** 2).sum()) for p in state.x)
         return float(observed + 0.5 * self.omega * all_pairs) + 0.5 * self.lam * reg
+
+    def _confident(self, per_pair: torch.Tensor) -> torch.Tensor:
+        """``w * per_pair`` (observed pairs in CSR order); as is without w."""
+        w = self.sample_weight
+        return per_pair if w is None else w * per_pair
 
     def _evaluate(self, x, keep_graph: bool = False) -> _State:
         """Embeddings and Gramians at ``x``, cached for the last point."""
@@ -600,6 +624,35 @@ def _weights(w, n: int, name: str, device) -> torch.Tensor:
     return torch.as_tensor(arr, device=device)
 
 
+def _sample_weight(w, order: np.ndarray, owner: str, device) -> torch.Tensor | None:
+    """The confidences of the observed pairs, checked, in CSR order (``order``
+    takes the input order there); None stays None."""
+    if w is None:
+        return None
+    n = order.size
+    arr = np.asarray(w.cpu() if isinstance(w, torch.Tensor) else w)
+    if arr.shape != (n,) or arr.dtype.kind not in "iuf":
+        raise DataValidationError(
+            f"sample_weight of {owner} must be {n} real numbers, one per observed "
+            f"pair in the order of the pairs; got dtype {arr.dtype}, shape "
+            f"{arr.shape}."
+        )
+    arr = arr.astype(np.float64)
+    bad = ~np.isfinite(arr) | (arr < 0)
+    if bad.any():
+        at = int(np.argmax(bad))
+        raise DataValidationError(
+            f"sample_weight of {owner} must be finite and >= 0; pair {at} has "
+            f"{float(arr[at])}. Drop the pair, or give it weight 0."
+        )
+    if not arr.any():
+        raise DataValidationError(
+            f"sample_weight of {owner} is 0 on every pair, which leaves no "
+            "observed pair to fit; give positive weights (None: all 1)."
+        )
+    return torch.as_tensor(arr[order], dtype=_F64, device=device)
+
+
 def _imputation_factors(imputation, m: int, n: int, device):
     if isinstance(imputation, (int, float)) and not isinstance(imputation, bool):
         if not np.isfinite(imputation):
@@ -676,14 +729,14 @@ def dense_objective(
 ) -> torch.Tensor:
     """The objective at ``x`` from dense m x n matrices: the naive O(mn) reference.
 
-    Sums the term of every one of the m n pairs -- the loss on an observed
-    pair, ``(omega / 2) a_i b_j (Ytilde_ij - Yhat_ij)^2`` on an unobserved
-    one (on every pair with ``imputed="all"``) -- plus ``lam / 2
-    ||theta||^2``, with the m x n matrices of the predictions and of the
-    imputation terms formed. It is what the O(m + n) formulas of
-    :class:`AllPairsObjective` avoid: use it only to check them on small
-    problems (the tests) and to time them against it
-    (``benchmarks/similarity/cost.py``).
+    Sums the term of every one of the m n pairs -- the loss times its
+    ``sample_weight`` on an observed pair, ``(omega / 2) a_i b_j (Ytilde_ij
+    - Yhat_ij)^2`` on an unobserved one (on every pair with
+    ``imputed="all"``) -- plus ``lam / 2 ||theta||^2``, with the m x n
+    matrices of the predictions and of the imputation terms formed. It is
+    what the O(m + n) formulas of :class:`AllPairsObjective` avoid: use it
+    only to check them on small problems (the tests) and to time them
+    against it (``benchmarks/similarity/cost.py``).
 
     Parameters
     ----------
@@ -719,8 +772,10 @@ def dense_objective(
     total = imputed.sum()
     rows = objective.pattern.row_indices()
     cols = objective.pattern.col_indices()
-    observed = yhat[rows, cols]
-    total = total + objective.loss.value(objective.labels.to(dt), observed).sum()
+    observed = objective.loss.value(objective.labels.to(dt), yhat[rows, cols])
+    if objective.sample_weight is not None:
+        observed = objective.sample_weight.to(dt) * observed
+    total = total + observed.sum()
     if objective.imputed == "unobserved":  # their imputation term is not in L
         total = total - imputed[rows, cols].sum()
     return total + 0.5 * objective.lam * sum((p**2).sum() for p in x)

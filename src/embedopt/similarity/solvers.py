@@ -222,14 +222,16 @@ class _ALS:
         pat = objective.pattern
         rows, cols = pat.row_indices(), pat.col_indices()
         w = objective.omega * objective.pair_weights
+        conf = objective.sample_weight  # None: all 1
+        labels = objective.labels if conf is None else conf * objective.labels
         if objective.imputed == "unobserved":
             # The imputed term of an observed pair is not in L: take it back
             # out of the all-pairs Gramian terms (eq. 10-11).
-            c = 1.0 - w
-            r = objective.labels - w * objective.ytilde
+            c = 1.0 - w if conf is None else conf - w
+            r = labels - w * objective.ytilde
         else:
-            c = torch.ones_like(w)
-            r = objective.labels
+            c = torch.ones_like(w) if conf is None else conf.clone()
+            r = labels
         n_user = len(objective.sides[0].names)
         ids = [
             self._table_ids(side, owner) for side in objective.sides
@@ -351,12 +353,14 @@ def als(
             = sum_{j in O_i} r_ij q_j + omega a_i C_Q ptilde_i
 
         G_Q = Q^T B Q,   C_Q = Q^T B Qtilde,
-        "unobserved":  c_ij = 1 - omega a_i b_j,  r_ij = Y_ij - omega a_i b_j Ytilde_ij
-        "all":         c_ij = 1,                  r_ij = Y_ij
+        "unobserved":  c_ij = w_ij - omega a_i b_j,
+                       r_ij = w_ij Y_ij - omega a_i b_j Ytilde_ij
+        "all":         c_ij = w_ij,   r_ij = w_ij Y_ij
 
     i.e. the stationarity condition of L in p_i: the Gramian term charges
     all n items, and ``c_ij``, ``r_ij`` remove the imputed term of the
-    observed ones when it is not part of L. The observed sums of all users
+    observed ones when it is not part of L (``w_ij``: the objective's
+    ``sample_weight``, 1 without one). The observed sums of all users
     are one sparse product ``C_O W`` (row j of W: the upper triangle of
     ``q_j q_j^T``), and the k x k systems are solved in batches of entities
     by batched Cholesky: ``O(|O| k^2 + (m + n) k^3)`` per iteration, with
@@ -367,7 +371,9 @@ def als(
     observed pairs is this objective with implicit labels (all 1), constant
     imputation 0, ``imputed="unobserved"``, ``omega = 1 / (1 + alpha)`` and
     ``lam = omega lambda_iALS`` (the two objectives differ by the factor
-    omega); popularity weights ``b`` give eALS-style (He et al., 2016)
+    omega); iALS with per-pair confidence ``c_ij = 1 + alpha r_ij`` is
+    ``sample_weight = c``, ``omega = 1`` and ``lam = lambda_iALS`` (half the
+    iALS objective); popularity weights ``b`` give eALS-style (He et al., 2016)
     weighting of the unobserved pairs.
 
     Parameters
