@@ -342,7 +342,10 @@ def decode_ids(codes: ArrayLike, ids: np.ndarray | None) -> np.ndarray:
 
 
 def pair_columns(
-    X: object, *, owner: str
+    X: object,
+    *,
+    owner: str,
+    weight_hint: str = "pass it as sample_weight= to fit.",
 ) -> tuple[tuple[np.ndarray, ...], list[IdMap | None]] | None:
     """(user, item) pairs given as ids: a frame, or a tuple with a string column.
 
@@ -356,6 +359,8 @@ def pair_columns(
         What ``fit`` received.
     owner : str
         The estimator, for messages.
+    weight_hint : str
+        What the message of a frame with a third column says to do with it.
 
     Returns
     -------
@@ -371,7 +376,7 @@ def pair_columns(
             owner=owner,
             values="refuse",
             extra_hint="A pair's weight (a rating, a count) is not read from the "
-            "frame: pass it as sample_weight= to fit.",
+            f"frame: {weight_hint}",
         )
         codes, maps = map_id_columns(columns, ("user", "item"), every=True)
         return tuple(codes), maps

@@ -126,6 +126,16 @@ class RetrievalMixin:
     the module docstring); ``_search`` may be overridden by a model that
     searches an index instead of exact inner products. ``score`` reports
     precision@k with ``k = self._score_k`` (10 unless the model sets it).
+
+    A model whose ``fit`` passes its pairs through ``_map_pairs`` (a
+    DataFrame, string ids) keeps ``user_ids_`` and ``item_ids_``; every
+    method then takes the user's ids and ``recommend`` / ``similar_items``
+    return item ids (pads: -1 for integer ids, ``""`` for strings, where the
+    score is -inf). An unknown id follows the model's ``unknown`` parameter
+    ("raise" when it has none): an error, NaN scores, or ``"fallback"``: the
+    popularity ranking of the training items (their counts as scores,
+    nothing excluded) and, in ``predict``, the mean embedding of the side
+    whose id is unknown.
     """
 
     #: The attribute whose presence marks a fitted model.
@@ -202,7 +212,7 @@ class RetrievalMixin:
     def _map_pairs(self, X, shape=None):
         """``fit``'s pairs with their ids mapped (a frame, string ids), setting
         ``user_ids_`` and ``item_ids_`` (None for positions)."""
-        read = pair_columns(X, owner=type(self).__name__)
+        read = pair_columns(X, owner=self._name, weight_hint=self._weight_hint)
         maps = [None, None] if read is None else read[1]
         self.user_ids_, self.item_ids_ = (public_ids(m) for m in maps)
         if shape is not None:
@@ -248,6 +258,9 @@ class RetrievalMixin:
     @property
     def _name(self) -> str:
         return type(self).__name__
+
+    #: What a frame's third column (a weight) should become instead.
+    _weight_hint = "pass it as sample_weight= to fit."
 
     # -- input checks --------------------------------------------------------------
     def _ids(self, ids, side: int, name: str) -> np.ndarray:

@@ -324,6 +324,10 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
 
     # -- the retrieval hooks (RetrievalMixin) ---------------------------------------
     _fitted_attr = "net_"
+    _weight_hint = (
+        "this model takes no weights (see fit's sample_weight): resample the "
+        "pairs in proportion to them, or use TwoTowerModel."
+    )
 
     @torch.no_grad()
     def _user_vectors(self, users: np.ndarray) -> torch.Tensor:
