@@ -138,3 +138,17 @@ def test_movielens_ids_fit_as_they_are_in_the_csv():
     pred = model.predict(df["userId"][:100], df["movieId"][:100])
     assert np.isfinite(pred).all()
     assert model.score(df[["userId", "movieId", "rating"]]) > -1.0
+
+
+def test_string_ids_without_pandas_give_the_same_model(monkeypatch):
+    import embedopt.data.ids as ids_module
+
+    with_pandas = _fit(center="both")
+    monkeypatch.setattr(ids_module, "_pandas", lambda: None)  # NumPy alone
+    without = _fit(center="both")
+    np.testing.assert_array_equal(with_pandas.user_ids_, without.user_ids_)
+    np.testing.assert_array_equal(with_pandas.U_, without.U_)
+    queries = (["user3", "user11"], [_ITEMS[1], _ITEMS[4]])
+    np.testing.assert_array_equal(
+        without.predict(*queries), with_pandas.predict(*queries)
+    )
