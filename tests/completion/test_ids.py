@@ -105,6 +105,8 @@ def test_a_frame_with_a_missing_or_extra_column_is_refused():
         MatrixCompletion().fit(df[["u", "i"]])
     with pytest.raises(DataValidationError, match="got 4"):
         MatrixCompletion().fit(df.assign(t=1))
+    with pytest.raises(DataValidationError, match="y=None with a DataFrame"):
+        MatrixCompletion().fit(df, df["r"])
     dup = pd.concat([df, df.iloc[:1]])
     with pytest.raises(DataValidationError, match="duplicate position"):
         MatrixCompletion().fit(dup)  # as the positional path refuses them

@@ -174,6 +174,11 @@ def _id_columns(X, y, owner: str, ndim: int | None):
     """``(columns, values, from_frame)`` of input that may hold ids: a frame,
     a COO tuple, or positions with ``y``; None for the other forms."""
     if is_frame(X):
+        if y is not None:
+            raise DataValidationError(
+                f"{owner} reads the values from the frame's last column; pass "
+                "y=None with a DataFrame."
+            )
         k = X.shape[1] - 1 if ndim is None else ndim
         columns, values = frame_columns(X, _roles(max(k, 1)), owner=owner)
         return columns, values, True
@@ -566,7 +571,10 @@ class _CompletionEstimator(BaseEstimator):
             NaN where ``unknown="nan"`` met an unknown id.
         """
         check_is_fitted(self, "shape_")
-        if self.unknown == "raise" or _id_columns(X, y, "", len(self.shape_)) is None:
+        if (
+            self.unknown == "raise"
+            or _id_columns(X, y, type(self).__name__, len(self.shape_)) is None
+        ):
             entries = self._entries(X, y, self.shape_, fitted=True)
             pred = self._values_at(entries.indices)
             values = entries.values
