@@ -294,9 +294,8 @@ class RetrievalMixin:
         if items is None:
             return None
         arr = np.unique(self._ids(items, 1, "items"))
-        arr = arr[
-            arr >= 0
-        ]  # unknown candidates (unknown="nan"/"fallback") rank nowhere
+        # unknown candidates (unknown="nan" / "fallback") rank nowhere
+        arr = arr[arr >= 0]
         if arr.size == 0:
             raise DataValidationError("items must name at least one known item.")
         return arr
@@ -450,9 +449,10 @@ class RetrievalMixin:
         cols = []
         for side, column in enumerate(raw[0]):
             codes = self._ids(column, side, ("users", "items")[side])
-            raw = np.asarray(column)
+            given = np.asarray(column)
             if side == 0 and (codes < 0).any():  # one code per unknown user
-                _, inverse = np.unique(raw[codes < 0].astype(str), return_inverse=True)
+                new = given[codes < 0].astype(str)
+                _, inverse = np.unique(new, return_inverse=True)
                 codes[codes < 0] = self.shape_[0] + inverse.ravel()
             cols.append(np.where(codes < 0, -2, codes))
         return Interactions(cols[0], cols[1], self.shape_)
