@@ -225,8 +225,8 @@ class OrdinalEmbedding(BaseEstimator):
         DataValidationError naming it, or, with ``"nan"`` and
         ``"fallback"`` alike, NaN coordinates and decisions, the response 0
         from ``predict``, counted as wrong by ``score``: an object without
-        comparisons has no place in the embedding (the ordinal losses are
-        invariant to moving it anywhere), so there is nothing to fall back on.
+        comparisons has no place in the embedding (no comparison constrains
+        it), so there is nothing to fall back on.
     random_state : None, int or numpy Generator
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}, optional
