@@ -863,3 +863,152 @@ def test_completion_predict_refuses_non_integer_positions(rows):
     )
     with pytest.raises(DataValidationError, match="row indices must be integers"):
         model.predict(rows, [0])
+
+
+# -- the user's own ids (issue 22) ------------------------------------------------
+#
+# Every estimator that takes ids fits on them (a DataFrame, or a tuple of
+# strings without pandas) and on the same data as positions and gives the
+# same results after decoding; the estimators over feature matrices take none.
+# The names below sort like the positions (zero-padded), so the sorted codes
+# of the ids are the positions and the two fits are the same fit.
+
+
+def _names(prefix, n):
+    return np.array([f"{prefix}{k:03d}" for k in range(n)])
+
+
+@dataclass
+class IdCase:
+    name: str
+    #: positional fit args -> (the same data with string ids as a tuple,
+    #: the column layout of its frame)
+    with_ids: Callable[[tuple], tuple]
+    #: (model on positions, model on ids, the positional fit args) ->
+    #: (output of the first, output of the second in the same ids)
+    outputs: Callable[[object, object, tuple], tuple]
+    #: the fitted attributes holding the ids
+    id_attrs: tuple
+
+
+def _mc_ids(args):
+    e = args[0]
+    return (
+        (_names("u", e.shape[0])[e.rows], _names("i", e.shape[1])[e.cols], e.values),
+    )
+
+
+def _mc_outputs(a, b, args):
+    e = args[0]
+    names = _names("u", e.shape[0])[e.rows], _names("i", e.shape[1])[e.cols]
+    return a.predict(e.rows, e.cols), b.predict(*names)
+
+
+def _tc_ids(args):
+    e = args[0]
+    cols = [_names(f"m{d}_", e.shape[d])[e.indices[:, d]] for d in range(e.ndim)]
+    return ((cols, e.values),)
+
+
+def _tc_outputs(a, b, args):
+    e = args[0]
+    cols = [_names(f"m{d}_", e.shape[d])[e.indices[:, d]] for d in range(e.ndim)]
+    return a.predict(e.indices), b.predict(np.stack(cols, 1))
+
+
+def _oe_outputs(a, b, args):
+    return a.transform(), b.transform(_names("o", a.n_objects_))
+
+
+def _pair_ids(args):
+    users, items = args[0]
+    return ((_names("u", users.max() + 1)[users], _names("i", items.max() + 1)[items]),)
+
+
+def _tm_outputs(a, b, args):
+    m, n = a.shape_
+    u, i = np.arange(m).repeat(n), np.tile(np.arange(n), m)
+    return a.predict(u, i), b.predict(_names("u", m)[u], _names("i", n)[i])
+
+
+def _ttr_outputs(a, b, args):
+    m, n = a.shape_
+    ids, scores = a.recommend(np.arange(m), 3)
+    ids_b, scores_b = b.recommend(_names("u", m), 3)
+    return np.hstack([_names("i", n)[ids], scores]), np.hstack([ids_b, scores_b])
+
+
+ID_CASES = [
+    IdCase("MatrixCompletion", _mc_ids, _mc_outputs, ("user_ids_", "item_ids_")),
+    IdCase("TensorCompletion", _tc_ids, _tc_outputs, ("mode_ids_",)),
+    IdCase(
+        "OrdinalEmbedding",
+        lambda args: (_names("o", args[0].max() + 1)[args[0]],),
+        _oe_outputs,
+        ("object_ids_",),
+    ),
+    IdCase("TwoTowerModel", _pair_ids, _tm_outputs, ("user_ids_", "item_ids_")),
+    IdCase("TwoTowerRetrieval", _pair_ids, _ttr_outputs, ("user_ids_", "item_ids_")),
+]
+#: Estimators over feature matrices (samples x features): no ids to map.
+NO_IDS = {"KernelLearning", "ColoredMVU", "ProductQuantizer"}
+_BY_NAME = {c.name: c for c in CASES}
+
+
+def test_every_estimator_says_whether_it_takes_ids():
+    assert {c.name for c in ID_CASES} | NO_IDS == set(_BY_NAME)
+    assert not {c.name for c in ID_CASES} & NO_IDS
+
+
+def _frame(args, id_case):
+    """The string-id data as a DataFrame: id columns, then the values."""
+    pd = pytest.importorskip("pandas")
+    data = id_case.with_ids(args)[0]
+    if isinstance(data, tuple) and isinstance(data[0], list):  # (columns, values)
+        data = (*data[0], data[1])
+    columns = list(data.T) if isinstance(data, np.ndarray) else list(data)
+    return pd.DataFrame({f"c{j}": c for j, c in enumerate(columns)})
+
+
+@pytest.mark.parametrize("id_case", ID_CASES, ids=[c.name for c in ID_CASES])
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+def test_string_ids_fit_as_positions_and_predict_in_the_same_ids(id_case):
+    case = _BY_NAME[id_case.name]
+    args = case.fit_args()
+    a = case.make().fit(*args)
+    assert all(getattr(a, attr) is None for attr in id_case.id_attrs)
+    b = case.make().fit(*id_case.with_ids(args))  # a tuple of strings: no pandas
+    out_a, out_b = id_case.outputs(a, b, args)
+    np.testing.assert_array_equal(out_a, out_b)
+    for attr in id_case.id_attrs:
+        ids = getattr(b, attr)
+        for column in ids if isinstance(ids, list) else [ids]:
+            assert column.dtype.kind == "U"  # storable without pickle
+
+
+@pytest.mark.parametrize("id_case", ID_CASES, ids=[c.name for c in ID_CASES])
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+def test_a_data_frame_round_trips_through_the_ids(id_case, tmp_path):
+    case = _BY_NAME[id_case.name]
+    args = case.fit_args()
+    frame = _frame(args, id_case)
+    a = case.make().fit(*args)
+    b = case.make().fit(frame)
+    np.testing.assert_array_equal(*id_case.outputs(a, b, args))
+    # the ids are saved with the model (no pickle) and predict the same
+    b.save(tmp_path / "ids.embedopt")
+    again = type(b).load(tmp_path / "ids.embedopt")
+    assert_same_estimator(b, again)
+    np.testing.assert_array_equal(*id_case.outputs(a, again, args))
+    # integer ids exactly 0..n-1 in a frame: identity maps, the positional fit
+    is_numeric = pytest.importorskip("pandas").api.types.is_numeric_dtype
+    ints = frame.apply(
+        lambda col: col if is_numeric(col) else col.str[-3:].astype(np.int64)
+    )
+    c = case.make().fit(ints)
+    np.testing.assert_array_equal(case.output(c, args), case.output(a, args))
+    for attr in id_case.id_attrs:
+        ids = getattr(c, attr)
+        for column in ids if isinstance(ids, list) else [ids]:
+            assert column.dtype == np.int64
+            np.testing.assert_array_equal(column, np.arange(column.size))

@@ -129,11 +129,20 @@ class Subject:
 # -- shared pieces -------------------------------------------------------------
 
 
-def _indices_in_tuple(arrays, slot, size, fixed=False):
-    """Cases corrupting index array ``slot`` of the tuple ``arrays``."""
+def _indices_in_tuple(arrays, slot, size, fixed=False, ids=False):
+    """Cases corrupting index array ``slot`` of the tuple ``arrays``.
+
+    ``ids``: the tuple is ``fit``'s data, where a column of strings is a
+    column of the user's ids, mapped to codes (issue 22), not refused.
+    """
 
     def build(bad):
-        bad = relabel(bad, shorter=True, just_above=True if fixed else None)
+        bad = relabel(
+            bad,
+            shorter=True,
+            just_above=True if fixed else None,
+            str=False if ids else None,
+        )
         parts = list(arrays)
         parts[slot] = bad.value
         return bad, tuple(parts)
@@ -212,7 +221,7 @@ def _mc_fit_cases():
     positions = np.stack([rows, cols], 1)
 
     def on_tuple(slot):
-        return _indices_in_tuple(coo, slot, _MC_SHAPE[slot]).map(
+        return _indices_in_tuple(coo, slot, _MC_SHAPE[slot], ids=True).map(
             lambda bt: case([bt[1]], bad=bt[0])
         )
 
@@ -244,7 +253,11 @@ def _mc_fit_cases():
         ),
         bad_values(vals).map(lambda b: case([positions, b.value], bad=paired(b))),
         bad_matrices(positions.astype(float)).map(
-            lambda b: case([b.value, vals], bad=relabel(b, True, **_VALID_POSITIONS))
+            lambda b: case(
+                [b.value, vals],
+                # positions of strings are the user's ids (mapped, issue 22)
+                bad=relabel(b, True, **_VALID_POSITIONS, str=False),
+            )
         ),
         junk().map(lambda b: case([b.value], bad=b)),
         shapes.map(shape_case),
@@ -285,8 +298,11 @@ def _completion_check(est):
     for U, s, V in factors:
         for name, t in (("U", U), ("s", s), ("V", V)):
             check_finite(t.detach().cpu().numpy(), f"factor {name}")
-    idx = np.zeros((1, len(est.shape_)), dtype=np.int64)
-    check_finite(est.predict(idx), "predict", (1,))
+    # the first id (code 0) of each mode: the user's id where fit mapped them
+    ids = est.mode_ids_ if hasattr(est, "mode_ids_") else [est.user_ids_, est.item_ids_]
+    ids = ids or [None] * len(est.shape_)
+    first = [np.zeros(1, np.int64) if a is None else a[:1] for a in ids]
+    check_finite(est.predict(tuple(first)), "predict", (1,))
 
 
 #: Labels of corrupted float position matrices that are still valid positions.
@@ -415,7 +431,7 @@ def _tc_fit_cases():
     columns = tuple(idx.T)
 
     def corrupt_column(d):
-        return _indices_in_tuple(columns, d, _TC.shape[d]).map(
+        return _indices_in_tuple(columns, d, _TC.shape[d], ids=True).map(
             lambda bt: case([(bt[1], vals)], bad=bt[0])
         )
 
@@ -492,8 +508,11 @@ def _oe_fit_cases():
             if isinstance(v, np.ndarray) and v.shape == T[:, d].shape:
                 out = T.astype(np.result_type(T.dtype, v.dtype)).copy()
                 out[:, d] = v
-                # (bool and small ints become the array's int64)
-                return case([out], bad=relabel(b, just_above=False, bool=False))
+                # (bool and small ints become the array's int64; strings make
+                # every column strings: the user's ids, mapped since issue 22)
+                return case(
+                    [out], bad=relabel(b, just_above=False, bool=False, str=False)
+                )
             return case([[T[:, 0], T[:, 1], v]], bad=relabel(b, True))
 
         return bad_indices(T[:, d], n).map(build)
@@ -557,6 +576,7 @@ def _oe_fit_cases():
                     fortran=False,
                     tensor=False,
                     shorter=False,
+                    str=False,  # comparisons of strings: ids, mapped (issue 22)
                 ),
             )
         ),
@@ -846,11 +866,16 @@ def _feature_cases(n, side, *, fix_size=False):
     )
 
 
-def _pairs_cases(pairs, shape, fixed=False):
-    """Cases corrupting (users, items[, values]) pairs."""
+def _pairs_cases(pairs, shape, fixed=False, ids=False):
+    """Cases corrupting (users, items[, values]) pairs (``ids``: fit's, where
+    a column of strings is mapped)."""
     return st.one_of(
-        _indices_in_tuple(pairs, 0, shape[0], fixed).map(lambda bt: (bt[0], bt[1])),
-        _indices_in_tuple(pairs, 1, shape[1], fixed).map(lambda bt: (bt[0], bt[1])),
+        _indices_in_tuple(pairs, 0, shape[0], fixed, ids).map(
+            lambda bt: (bt[0], bt[1])
+        ),
+        _indices_in_tuple(pairs, 1, shape[1], fixed, ids).map(
+            lambda bt: (bt[0], bt[1])
+        ),
         bad_values(np.ones(len(pairs[0]))).map(
             lambda b: (paired(b), (*pairs[:2], b.value))
         ),
@@ -859,7 +884,7 @@ def _pairs_cases(pairs, shape, fixed=False):
 
 def _ttr_fit_cases():
     return st.one_of(
-        _pairs_cases(_TT, _TT_SHAPE).map(
+        _pairs_cases(_TT, _TT_SHAPE, ids=True).map(
             lambda bp: case(
                 [bp[1]],
                 bad=relabel(
@@ -1024,7 +1049,7 @@ _TM_LABELS = np.ones(len(_TT[0]))
 
 def _tm_fit_cases():
     return st.one_of(
-        _pairs_cases(_TT, _TT_SHAPE).map(
+        _pairs_cases(_TT, _TT_SHAPE, ids=True).map(
             lambda bp: case([bp[1]], bad=relabel(bp[0], zeros=False, constant=False))
         ),
         junk().map(lambda b: case([b.value], bad=b)),

@@ -28,6 +28,16 @@ from .._core import (
     validate_params,
 )
 from ..data import ObservedEntries, as_observed_entries
+from ..data.frames import (
+    UNKNOWN_POLICIES,
+    encode_ids,
+    fitted_maps,
+    frame_columns,
+    is_frame,
+    is_id_column,
+    map_id_columns,
+    public_ids,
+)
 from ..metrics import rmse
 from ..optim import IterationState
 from .centering import (
@@ -58,7 +68,8 @@ _BYTES_PER_INDEX = 64
 _SIZE_HINT = (
     "A stray index or ids never remapped to 0..n-1 are the usual cause (the "
     "shape is max index + 1 unless shape= is given): drop the stray entries, or "
-    "remap the ids (np.unique(ids, return_inverse=True))."
+    "pass a DataFrame to map the ids to 0..n-1 (the model keeps the map; "
+    "or np.unique(ids, return_inverse=True) by hand)."
 )
 
 
@@ -78,9 +89,15 @@ def _check_size(owner: str, shape: tuple, device) -> None:
     )
 
 
-def _index_matrix(X, cols, shape) -> np.ndarray:
-    """Positions given in any accepted form, as a checked (n, ndim) int64 array."""
-    ndim = len(shape)
+def _roles(ndim: int) -> tuple[str, ...]:
+    """What the id columns of a matrix (tensor) are, in messages and maps."""
+    return ("user", "item") if ndim == 2 else tuple(f"mode-{d}" for d in range(ndim))
+
+
+def _index_arrays(X, cols, ndim: int, owner: str) -> list:
+    """The ``ndim`` index (or id) columns of positions given in any accepted form."""
+    if is_frame(X):
+        return frame_columns(X, _roles(ndim), owner=owner, values="optional")[0]
     if cols is not None:
         arrays = (X, cols)
     elif isinstance(X, ObservedEntries):
@@ -105,26 +122,97 @@ def _index_matrix(X, cols, shape) -> np.ndarray:
             f"Expected {ndim} 1-D index arrays of the same length; got shapes "
             f"{[a.shape for a in arrays]}."
         )
+    return arrays
+
+
+def _positions(idx: np.ndarray, size: int, name: str, unknown: str) -> np.ndarray:
+    """Checked int64 positions of one mode; beyond ``size``: -1 unless raised."""
+    if idx.dtype == np.bool_ or idx.dtype.kind not in "iuf":
+        raise DataValidationError(
+            f"{name} indices must be integers; got an array of dtype {idx.dtype}."
+        )
+    if idx.size and not np.issubdtype(idx.dtype, np.integer):
+        if not np.all(np.floor(idx) == idx):
+            raise DataValidationError(f"{name} indices must be integers.")
+        idx = idx.astype(np.int64)
+    bad = (idx < 0) | (idx >= size) if unknown == "raise" else idx < 0
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataValidationError(
+            f"{int(bad.sum())} {name} index(es) out of range [0, {size}); first: "
+            f"position {i} has {name} {int(idx[i])}."
+        )
+    idx = idx.astype(np.int64)
+    return idx if unknown == "raise" else np.where(idx >= size, -1, idx)
+
+
+def _index_matrix(
+    X, cols, shape, maps=None, unknown: str = "raise", owner: str = "the estimator"
+) -> np.ndarray:
+    """Positions given in any accepted form, as a checked (n, ndim) int64 array.
+
+    A mode with an id map takes the user's ids; -1 marks an unknown id (or a
+    position beyond the fitted size) where ``unknown`` is not ``"raise"``.
+    """
+    ndim = len(shape)
+    arrays = _index_arrays(X, cols, ndim, owner)
+    if maps is None or isinstance(X, ObservedEntries):  # entries hold codes
+        maps = [None] * ndim
     out = []
     for d, (idx, size) in enumerate(zip(arrays, shape, strict=True)):
+        if maps[d] is not None:
+            what = f"{_roles(ndim)[d]} ids"
+            out.append(
+                encode_ids(idx, maps[d], what=what, unknown=unknown, owner=owner)
+            )
+            continue
         name = ("row", "column")[d] if ndim == 2 else f"mode-{d}"
-        if idx.dtype == np.bool_ or idx.dtype.kind not in "iuf":
-            raise DataValidationError(
-                f"{name} indices must be integers; got an array of dtype {idx.dtype}."
-            )
-        if idx.size and not np.issubdtype(idx.dtype, np.integer):
-            if not np.all(np.floor(idx) == idx):
-                raise DataValidationError(f"{name} indices must be integers.")
-            idx = idx.astype(np.int64)
-        bad = (idx < 0) | (idx >= size)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise DataValidationError(
-                f"{int(bad.sum())} {name} index(es) out of range [0, {size}); first: "
-                f"position {i} has {name} {int(idx[i])}."
-            )
-        out.append(idx.astype(np.int64))
+        out.append(_positions(idx, size, name, unknown))
     return np.stack(out, axis=1)
+
+
+def _id_columns(X, y, owner: str, ndim: int | None):
+    """``(columns, values, from_frame)`` of input that may hold ids: a frame,
+    a COO tuple, or positions with ``y``; None for the other forms."""
+    if is_frame(X):
+        if y is not None:
+            raise DataValidationError(
+                f"{owner} reads the values from the frame's last column; pass "
+                "y=None with a DataFrame."
+            )
+        k = X.shape[1] - 1 if ndim is None else ndim
+        columns, values = frame_columns(X, _roles(max(k, 1)), owner=owner)
+        return columns, values, True
+    if y is not None:
+        if isinstance(X, tuple):
+            return list(X), y, False
+        a = as_array(X, "Positions")
+        return (list(a.T), y, False) if a.ndim == 2 else None
+    if not isinstance(X, tuple):
+        return None
+    if len(X) == 3 and ndim in (2, None) and np.ndim(X[0]) == 1:
+        return [X[0], X[1]], X[2], False
+    if len(X) == 2:
+        idx = X[0]
+        if isinstance(idx, (tuple, list)) and all(np.ndim(a) == 1 for a in idx):
+            return list(idx), X[1], False
+        if isinstance(idx, np.ndarray) and idx.ndim == 2:
+            return list(idx.T), X[1], False
+    return None
+
+
+def _mapped_shape(shape, maps) -> tuple | None:
+    """``shape`` checked against the sizes the id maps fix (None: infer all)."""
+    if shape is None:
+        return None
+    for d, id_map in enumerate(maps):
+        if id_map is not None and d < len(shape) and shape[d] != len(id_map):
+            raise DataValidationError(
+                f"shape={tuple(shape)} gives mode {d} size {shape[d]}, but its ids "
+                f"were mapped to {len(id_map)} codes (one per distinct id): leave "
+                "shape=None with ids, or pass positions 0..n-1."
+            )
+    return shape
 
 
 def _unfolded_columns(idx: np.ndarray, shape, d: int) -> np.ndarray:
@@ -150,9 +238,30 @@ class _CompletionEstimator(BaseEstimator):
         "callback",
     )
 
-    def _entries(self, X, y, shape) -> ObservedEntries:
-        if y is None:
-            entries = as_observed_entries(X, shape, owner=type(self).__name__)
+    def _entries(self, X, y, shape, *, fitted: bool = False) -> ObservedEntries:
+        """Observed entries of ``X`` (``y``): ids mapped at fit (new maps) or,
+        with ``fitted``, through the maps of the fitted model."""
+        owner = type(self).__name__
+        maps = self._id_maps() if fitted else None
+        read = _id_columns(X, y, owner, len(shape) if fitted else self._ndim)
+        if read is not None and (
+            read[2] or any(map(is_id_column, read[0])) or (maps and any(maps))
+        ):
+            columns, values, frame = read
+            if fitted:
+                columns = [
+                    c if m is None else encode_ids(c, m, what=f"{r} ids", owner=owner)
+                    for c, m, r in zip(columns, maps, _roles(len(maps)), strict=False)
+                ]
+            else:
+                columns, maps = map_id_columns(
+                    columns, _roles(len(columns)), every=frame
+                )
+                shape = _mapped_shape(shape, maps)
+                self._fit_maps = maps
+            entries = ObservedEntries(tuple(columns), values, shape)
+        elif y is None:
+            entries = as_observed_entries(X, shape, owner=owner)
         else:
             a = X if isinstance(X, tuple) else as_array(X, "Positions")
             ndim = (
@@ -163,6 +272,24 @@ class _CompletionEstimator(BaseEstimator):
             entries = ObservedEntries(idx, as_array(y, "y"), shape)
         self._check_entries(entries)
         return entries
+
+    def _fit_entries(self, X, y, shape) -> ObservedEntries:
+        """``fit``'s entries, their ids mapped and kept (``user_ids_``...)."""
+        self._fit_maps = None
+        entries = self._entries(X, y, shape)
+        self._store_ids(self._fit_maps or [None] * entries.ndim)
+        del self._fit_maps
+        return entries
+
+    def _id_maps(self) -> list:
+        """The fitted id map of each mode (None: fitted on positions)."""
+        return fitted_maps(self, self._mode_ids())
+
+    def _mode_ids(self) -> list:
+        raise NotImplementedError
+
+    def _store_ids(self, maps: list) -> None:
+        raise NotImplementedError
 
     def _check_entries(self, entries: ObservedEntries) -> None:
         if self._ndim is not None and entries.ndim != self._ndim:
@@ -189,7 +316,7 @@ class _CompletionEstimator(BaseEstimator):
         """
         val = None
         if validation is not None:
-            val = as_observed_entries(validation, entries.shape)
+            val = self._entries(validation, None, entries.shape, fitted=True)
             if val.shape != entries.shape:
                 raise DataValidationError(
                     f"validation entries have shape {val.shape}, training entries "
@@ -264,14 +391,23 @@ class _CompletionEstimator(BaseEstimator):
 
         Parameters
         ----------
-        X : ObservedEntries, scipy.sparse, tuple (rows, cols, values) /
-            (indices, values), dense array with NaN, or an (nnz, ndim) array of
-            positions when ``y`` is given
-            Observed entries (scipy.sparse: stored entries are observed).
+        X : DataFrame, ObservedEntries, scipy.sparse, tuple (rows, cols,
+            values) / (indices, values), dense array with NaN, or an (nnz,
+            ndim) array of positions when ``y`` is given
+            Observed entries (scipy.sparse: stored entries are observed). A
+            pandas DataFrame is read by column position, never by name: the
+            id columns (user, item; the D modes of a tensor), then the value;
+            its ids, integers too, are mapped to codes 0..n-1 in sorted order
+            (:class:`~embedopt.data.IdMap`; ids exactly 0..n-1 give the
+            positional fit) and kept (``user_ids_``...), and ``predict``,
+            ``score`` then take the same ids. In a tuple or position array, a
+            column of strings (objects) is mapped the same way; an integer
+            column stays positions.
         y : array-like, optional
             Values at the positions ``X``.
         shape : tuple of int, optional
-            Shape for COO/position input (default: max index + 1).
+            Shape for COO/position input (default: max index + 1); a mode of
+            ids has one code per distinct id (a different size is refused).
         validation : same types as X (with values), optional
             Entries used to select lambda (``lam="auto"``) and tracked in
             ``history_``.
@@ -299,7 +435,7 @@ class _CompletionEstimator(BaseEstimator):
         """
         ctx = self._start_fit()
         loss, center = self._check_loss()
-        entries = self._entries(X, y, shape)
+        entries = self._fit_entries(X, y, shape)
         _check_size(type(self).__name__, entries.shape, ctx.device)
         loss.check_labels(entries.values)
         weight = None
@@ -344,18 +480,39 @@ class _CompletionEstimator(BaseEstimator):
 
         Parameters
         ----------
-        X : (n, ndim) array of positions, tuple of index arrays, ObservedEntries,
-            or (matrices) the row indices with ``cols``
-        cols : array-like of int, optional
-            Column indices (matrices).
+        X : (n, ndim) array of positions, tuple of index arrays, DataFrame,
+            ObservedEntries, or (matrices) the row indices with ``cols``
+            The user's ids where the model was fitted on ids (a frame: its
+            first ndim columns, a value column after them is ignored);
+            ObservedEntries always hold codes 0..n-1.
+        cols : array-like, optional
+            Column indices (ids) (matrices).
 
         Returns
         -------
         numpy.ndarray of float64, shape (n,)
-            Never forms the dense matrix (tensor): O(n rank) work.
+            Never forms the dense matrix (tensor): O(n rank) work. Where an
+            id is unknown (or a position beyond ``shape_``), what
+            ``unknown`` says: an error, NaN, or the fallback value.
         """
         check_is_fitted(self, "shape_")
-        idx = _index_matrix(X, cols, self.shape_)
+        return self._values_at(self._query(X, cols))
+
+    def _values_at(self, idx: np.ndarray) -> np.ndarray:
+        """Completed values at codes ``idx`` (n, ndim); -1 marks unknown ids."""
+        known = (idx >= 0).all(axis=1)
+        if not known.all():
+            return self._with_unknown(idx, known)
+        return self._scores(idx)
+
+    def _query(self, X, cols=None) -> np.ndarray:
+        """(n, ndim) codes of the positions (ids) asked; -1 marks unknown ones."""
+        return _index_matrix(
+            X, cols, self.shape_, self._id_maps(), self.unknown, type(self).__name__
+        )
+
+    def _scores(self, idx: np.ndarray) -> np.ndarray:
+        """Completed values at known positions ``idx`` (n, ndim), original scale."""
         out = np.zeros(idx.shape[0], dtype=np.float64)
         step = 1 << 20
         for d, (U, s, V) in enumerate(self._mode_factors()):
@@ -370,6 +527,22 @@ class _CompletionEstimator(BaseEstimator):
                 out[a : a + step] += to_numpy((Us[ri] * V[ci]).sum(1).double())
         return self.centering_.inverse_transform(tuple(idx.T), out)
 
+    def _with_unknown(self, idx: np.ndarray, known: np.ndarray) -> np.ndarray:
+        """Values where some mode is unknown: NaN (``unknown="nan"``) or, with
+        ``"fallback"``, the model's value for an id without data: the low-rank
+        part is 0 there (its factor row would be 0), which leaves the fitted
+        mean plus the offsets of the known modes (0 with ``center="none"``)."""
+        out = np.full(idx.shape[0], np.nan)
+        if known.any():
+            out[known] = self._scores(idx[known])
+        if self.unknown == "fallback":
+            cen, rest = self.centering_, ~known
+            value = np.full(int(rest.sum()), cen.mean_)
+            for off, i in zip(cen.offsets_, idx[rest].T, strict=True):
+                value += np.where(i >= 0, off[np.maximum(i, 0)], 0.0)
+            out[rest] = value
+        return out
+
     def predict(self, X: EntriesLike, cols: ArrayLike | None = None) -> np.ndarray:
         """Predicted entries: values, or +/-1 labels for binary losses.
 
@@ -381,10 +554,11 @@ class _CompletionEstimator(BaseEstimator):
         Returns
         -------
         numpy.ndarray, shape (n,)
+            NaN where ``unknown="nan"`` met an unknown id.
         """
         scores = self.decision_function(X, cols)
         if self._loss.binary:
-            return np.where(scores >= 0, 1.0, -1.0)
+            return np.where(np.isnan(scores), np.nan, np.where(scores >= 0, 1.0, -1.0))
         return scores
 
     def score(
@@ -397,8 +571,9 @@ class _CompletionEstimator(BaseEstimator):
 
         Parameters
         ----------
-        X : ObservedEntries, tuple, scipy.sparse, dense array with NaN, or
-            positions with ``y``
+        X : DataFrame, ObservedEntries, tuple, scipy.sparse, dense array with
+            NaN, or positions with ``y``
+            As for :meth:`fit`, in the ids of the fit.
         y : array-like, optional
         sample_weight : array-like of shape (n,), optional
             One non-negative weight per entry (as in :meth:`fit`): the
@@ -407,26 +582,41 @@ class _CompletionEstimator(BaseEstimator):
         Returns
         -------
         float
+            NaN where ``unknown="nan"`` met an unknown id.
         """
         check_is_fitted(self, "shape_")
-        entries = self._entries(X, y, self.shape_)
-        pred = self.decision_function(entries.indices)
+        if (
+            self.unknown == "raise"
+            or _id_columns(X, y, type(self).__name__, len(self.shape_)) is None
+        ):
+            entries = self._entries(X, y, self.shape_, fitted=True)
+            pred = self._values_at(entries.indices)
+            values = entries.values
+        else:  # unknown ids are no error: no ObservedEntries of them
+            columns, values, _ = _id_columns(
+                X, y, type(self).__name__, len(self.shape_)
+            )
+            idx = self._query(tuple(columns))
+            values = ObservedEntries(
+                np.maximum(idx, 0), values, self.shape_, check_duplicates=False
+            ).values
+            pred = self._values_at(idx)
         if self._loss.binary:
-            hits = np.where(pred >= 0, 1.0, -1.0) == entries.values
+            hits = np.where(pred >= 0, 1.0, -1.0) == values
         if sample_weight is None:
             if self._loss.binary:
                 return float(np.mean(hits))
-            return -rmse(entries.values, pred)
+            return -rmse(values, pred)
         w = check_sample_weight(
             sample_weight,
-            entries.nnz,
+            values.size,
             owner=f"{type(self).__name__}.score",
             unit="entry",
         )
         w = w / w.max()  # the same weighted mean, no overflow
         if self._loss.binary:
             return float(np.sum(w * hits) / np.sum(w))
-        err = (pred - entries.values) ** 2
+        err = (pred - values) ** 2
         return -float(np.sqrt(np.sum(w * err) / np.sum(w)))
 
     def to_dense(self, max_elements: int = 10**8) -> np.ndarray:
@@ -440,6 +630,8 @@ class _CompletionEstimator(BaseEstimator):
         Returns
         -------
         numpy.ndarray of shape ``shape_``
+            Rows (columns, modes) in code order: that of ``user_ids_``
+            (``item_ids_``, ``mode_ids_``) where the model was fitted on ids.
         """
         check_is_fitted(self, "shape_")
         validate_params(
@@ -454,7 +646,7 @@ class _CompletionEstimator(BaseEstimator):
                 f"{max_elements}); use predict(...) for the entries you need."
             )
         idx = np.stack(np.unravel_index(np.arange(size), self.shape_), axis=1)
-        return self.decision_function(idx).reshape(self.shape_)
+        return self._values_at(idx).reshape(self.shape_)  # codes, not ids
 
 
 class MatrixCompletion(_CompletionEstimator):
@@ -525,6 +717,13 @@ class MatrixCompletion(_CompletionEstimator):
         With ``lam="auto"``, solve once more at the selected lambda on training
         plus validation entries (warm-started, so cheap): the held-out part of
         the training entries, or the ``validation`` entries passed to ``fit``.
+    unknown : {"raise", "nan", "fallback"}
+        What ``predict`` (``decision_function``, ``score``) does with an id
+        unseen at fit, or a position beyond ``shape_`` of a model fitted on
+        positions: raise a DataValidationError naming it, predict NaN, or
+        predict what the model predicts for an id without data, whose factor
+        row is 0: the fitted mean plus the offsets of the known ids
+        (``centering_``; 0 with ``center="none"``).
     random_state : None, int or numpy Generator
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}
@@ -562,6 +761,10 @@ class MatrixCompletion(_CompletionEstimator):
     objective_ : float
         The final solve's objective (before any post-processing).
     shape_ : tuple of int
+    user_ids_, item_ids_ : numpy.ndarray or None
+        The ids of the rows and columns, in code order (sorted), as int64 or
+        str, where ``fit`` mapped them (a DataFrame, string ids); None for
+        positions.
 
     Examples
     --------
@@ -591,6 +794,7 @@ class MatrixCompletion(_CompletionEstimator):
         "patience": [Interval(int, 1, None), None],
         "validation_fraction": [Interval(float, 0, 1, closed="neither")],
         "refit": ["boolean"],
+        "unknown": [Options(UNKNOWN_POLICIES)],
         **RUN_CONSTRAINTS,
     }
 
@@ -614,6 +818,7 @@ class MatrixCompletion(_CompletionEstimator):
         patience: int | None = 1,
         validation_fraction: float = 0.1,
         refit: bool = True,
+        unknown: str = "raise",
         random_state: RandomStateLike = None,
         device: DeviceLike = "auto",
         dtype: DtypeLike = "float32",
@@ -630,6 +835,12 @@ class MatrixCompletion(_CompletionEstimator):
 
     def _mode_factors(self) -> list:
         return [self.factors_]
+
+    def _store_ids(self, maps: list) -> None:
+        self.user_ids_, self.item_ids_ = (public_ids(m) for m in maps)
+
+    def _mode_ids(self) -> list:
+        return [self.user_ids_, self.item_ids_]
 
 
 class TensorCompletion(_CompletionEstimator):
@@ -650,7 +861,8 @@ class TensorCompletion(_CompletionEstimator):
         m x m x 3 tensors, Sec. 5.6).
     loss, solver, max_rank, max_iter, tol, lam_decay, power_iters, postprocess,
     center, scale, center_reg, n_lambdas, lambda_min_ratio, patience,
-    validation_fraction, refit, random_state, device, dtype, verbose, callback
+    validation_fraction, refit, unknown, random_state, device, dtype, verbose,
+    callback
         As in :class:`MatrixCompletion`, except that ``tol`` and
         ``power_iters`` keep the paper's 1e-4 and 3 (the faster matrix
         defaults were tuned on matrices only). ``center="both"``, which
@@ -666,6 +878,10 @@ class TensorCompletion(_CompletionEstimator):
     lam_, path_, centering_, center_, centering_selection_, solver_, history_,
     n_iter_, stop_reason_, objective_, shape_
         As in :class:`MatrixCompletion`.
+    mode_ids_ : list or None
+        Per mode, its ids in code order (int64 or str) where ``fit`` mapped
+        them, or None for a mode of positions; None when every mode was
+        given as positions.
 
     Examples
     --------
@@ -707,6 +923,7 @@ class TensorCompletion(_CompletionEstimator):
         patience: int | None = 1,
         validation_fraction: float = 0.1,
         refit: bool = True,
+        unknown: str = "raise",
         random_state: RandomStateLike = None,
         device: DeviceLike = "auto",
         dtype: DtypeLike = "float32",
@@ -729,3 +946,10 @@ class TensorCompletion(_CompletionEstimator):
 
     def _mode_factors(self) -> list:
         return self.factors_
+
+    def _store_ids(self, maps: list) -> None:
+        ids = [public_ids(m) for m in maps]
+        self.mode_ids_ = None if all(i is None for i in ids) else ids
+
+    def _mode_ids(self) -> list:
+        return self.mode_ids_ or [None] * len(self.shape_)

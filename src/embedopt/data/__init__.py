@@ -9,6 +9,7 @@ from .comparisons import (
     split_comparisons,
 )
 from .entries import ObservedEntries, as_observed_entries
+from .frames import UNKNOWN_POLICIES
 from .ids import IdMap
 from .images import load_test_image
 from .interactions import (
@@ -61,6 +62,7 @@ from .vectors import (
 __all__ = [
     "GENRES_1M",
     "SIFT1M",
+    "UNKNOWN_POLICIES",
     "ComparisonWarning",
     "Comparisons",
     "DistanceData",

@@ -416,9 +416,10 @@ def infer_size(idx: np.ndarray, what: str, parameter: str) -> int:
                 f"{what} indices reach {top}, so the inferred size is {size}, "
                 f"but only {used.size} distinct {what} indices occur"
                 f"{stray}. Every fit allocates and sweeps all {size}: drop a stray "
-                "index, remap sparse ids to 0..n-1 (np.unique(ids, "
-                f"return_inverse=True)), or pass {parameter}= to set the size "
-                "(which also silences this warning).",
+                "index, pass a DataFrame (or string ids) to map the ids to 0..n-1 "
+                "(the model then keeps the map and predicts in your ids; or "
+                "np.unique(ids, return_inverse=True) by hand), or pass "
+                f"{parameter}= to set the size (which also silences this warning).",
                 DataWarning,
                 stacklevel=3,
             )

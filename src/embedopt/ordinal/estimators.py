@@ -24,6 +24,15 @@ from .._core import (
     to_numpy,
 )
 from ..data import Comparisons, as_comparisons, as_quadruplets
+from ..data.frames import (
+    UNKNOWN_POLICIES,
+    encode_ids,
+    fitted_maps,
+    frame_columns,
+    is_frame,
+    map_id_columns,
+    public_ids,
+)
 from ..optim import IterationState
 from . import baselines  # noqa: F401  (registers the baselines in SOLVERS first)
 from .losses import LOSSES, OrdinalLoss, get_loss
@@ -59,6 +68,37 @@ _SOLVER_PARAMS = {
     "cvx": ("update_frequency", "learning_rate"),
     "lbfgs": (),
 }
+
+
+#: The columns of a frame of comparisons, by position.
+_LAYOUTS = {
+    3: ("head", "closer", "farther"),  # triplet (i, j, k): d(i, j) < d(i, k)
+    4: ("first", "second", "third", "fourth"),  # (i, j, l, k): d(i, j) < d(l, k)
+}
+
+
+def _comparison_columns(X, owner: str) -> tuple[list, bool] | None:
+    """``(columns, from_frame)`` of comparisons given as a frame or as an
+    array of ids (strings, objects); None for the other forms."""
+    if is_frame(X):
+        k = X.shape[1]
+        if k not in _LAYOUTS:
+            raise DataValidationError(
+                f"{owner} reads a DataFrame of comparisons by column position: "
+                f"3 columns {_LAYOUTS[3]} (triplets) or 4 {_LAYOUTS[4]} "
+                f"(quadruplets); got {k} column(s) {list(X.columns)}. Responses "
+                "go in y."
+            )
+        return frame_columns(X, _LAYOUTS[k], owner=owner, values="refuse")[0], True
+    if isinstance(X, (Comparisons, str, bytes)) or hasattr(X, "detach"):
+        return None
+    try:
+        a = np.asarray(X)
+    except (ValueError, TypeError):
+        return None
+    if a.ndim == 2 and a.shape[1] in _LAYOUTS and a.dtype.kind in "OUS":
+        return list(a.T), False
+    return None
 
 
 def _final(result) -> float:
@@ -178,6 +218,15 @@ class OrdinalEmbedding(BaseEstimator):
         10 times by default in every dimension): on eurodist 3 starts took
         the median held-out error from 0.052 to 0.049, while in more
         dimensions and for the other losses they did not help.
+    unknown : {"raise", "nan", "fallback"}
+        What ``transform``, ``decision_function``, ``predict`` and ``score``
+        do with an object unseen at fit (an id, or a position beyond
+        ``n_objects_`` of a model fitted on positions): raise a
+        DataValidationError naming it, or, with ``"nan"`` and
+        ``"fallback"`` alike, NaN coordinates and decisions, the response 0
+        from ``predict``, counted as wrong by ``score``: an object without
+        comparisons has no place in the embedding (no comparison constrains
+        it), so there is nothing to fall back on.
     random_state : None, int or numpy Generator
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}, optional
@@ -193,6 +242,9 @@ class OrdinalEmbedding(BaseEstimator):
     embedding_tensor_ : torch.Tensor
         The same on the fitting device.
     n_objects_ : int
+    object_ids_ : numpy.ndarray or None
+        The objects' ids in code order (sorted; int64 or str) where ``fit``
+        mapped them (a DataFrame, string ids); None for positions.
     loss_ : OrdinalLoss
         The loss with its resolved parameters.
     history_ : dict of numpy.ndarray
@@ -239,6 +291,7 @@ class OrdinalEmbedding(BaseEstimator):
         "margin": [Interval(float, 0, None), None],
         "init_scale": [Interval(float, 0, None, closed="neither"), None],
         "n_init": [Interval(int, 1, None), Options(["auto"])],
+        "unknown": [Options(UNKNOWN_POLICIES)],
         **RUN_CONSTRAINTS,
         "dtype": ["dtype", None],
     }
@@ -265,6 +318,7 @@ class OrdinalEmbedding(BaseEstimator):
         margin: float | None = None,
         init_scale: float | None = None,
         n_init: int | Literal["auto"] = "auto",
+        unknown: str = "raise",
         random_state: RandomStateLike = None,
         device: DeviceLike = "auto",
         dtype: DtypeLike = None,
@@ -288,13 +342,20 @@ class OrdinalEmbedding(BaseEstimator):
 
         Parameters
         ----------
-        X : Comparisons or array-like of int, shape (m, 3) or (m, 4)
+        X : Comparisons, DataFrame or array-like, shape (m, 3) or (m, 4)
             Oriented comparisons (the first pair is the closer one), or
-            comparisons as asked when ``y`` is given.
+            comparisons as asked when ``y`` is given. A DataFrame is read by
+            column position: 3 columns (head, closer, farther) of triplets or
+            4 of quadruplets (i, j, l, k), responses in ``y``; its ids (an
+            array of strings too) are mapped with one map over all columns
+            to codes 0..n-1 in sorted order and kept (``object_ids_``), and
+            ``transform``, ``predict``, ``score`` then take them. Integer
+            arrays stay positions.
         y : array-like of {-1, +1}, shape (m,), optional
             Responses: +1 when the first pair is the closer one.
         n_objects : int, optional
-            Number of objects (default: max index + 1).
+            Number of objects (default: max index + 1; with ids, the number
+            of distinct ids).
         validation : Comparisons or array-like, optional
             Held-out oriented comparisons whose triplet error is recorded in
             ``history_["val_error"]`` every epoch (off the clock).
@@ -317,6 +378,7 @@ class OrdinalEmbedding(BaseEstimator):
         """
         ctx = self._start_fit()
         owner = type(self).__name__
+        X, n_objects, validation = self._map_objects(X, n_objects, validation)
         comps = as_comparisons(X, y, n_objects=n_objects, owner=owner)
         weights = comparison_weights(sample_weight, X, comps, owner)
         n_fit = len(comps) if weights is None else int(np.count_nonzero(weights))
@@ -353,6 +415,49 @@ class OrdinalEmbedding(BaseEstimator):
         self.lam_ = lam
         self._store_result(result, solver=solver)
         return self
+
+    def _map_objects(self, X, n_objects, validation):
+        """``fit``'s comparisons with their ids mapped (one map over every
+        column: the objects are one set), setting ``object_ids_``, and the
+        validation comparisons in the same codes."""
+        read = _comparison_columns(X, type(self).__name__)
+        self.object_ids_ = None
+        if read is None:
+            return X, n_objects, validation
+        columns, maps = map_id_columns(
+            read[0], _LAYOUTS[len(read[0])], every=read[1], shared=True
+        )
+        if n_objects is not None and n_objects != len(maps[0]):
+            raise DataValidationError(
+                f"n_objects={n_objects}, but the object ids were mapped to "
+                f"{len(maps[0])} codes (one per distinct id): leave n_objects=None "
+                "with ids, or pass positions 0..n-1."
+            )
+        self.object_ids_ = public_ids(maps[0])
+        if validation is not None:
+            validation = self._codes(validation, "raise")
+        return np.stack(columns, axis=1), n_objects, validation
+
+    def _codes(self, X, unknown: str):
+        """Comparisons in the fitted ids as codes (-1: unknown, where
+        ``unknown`` allows it); other input unchanged."""
+        if self.object_ids_ is None:
+            return X
+        read = _comparison_columns(X, type(self).__name__)
+        if read is None:
+            if isinstance(X, Comparisons) or hasattr(X, "detach"):
+                return X  # codes already
+            a = np.asarray(X)
+            if a.ndim != 2:
+                return X
+            read = list(a.T), False
+        id_map = fitted_maps(self, [self.object_ids_])[0]
+        owner = type(self).__name__
+        columns = [
+            encode_ids(c, id_map, what="object ids", unknown=unknown, owner=owner)
+            for c in read[0]
+        ]
+        return np.stack(columns, axis=1)
 
     def _solver_options(self, solver: str, ctx, n_comparisons: int) -> dict:
         """The keywords of this estimator's parameters for ``solver``.
@@ -400,27 +505,45 @@ class OrdinalEmbedding(BaseEstimator):
 
         Parameters
         ----------
-        objects : array-like of int, optional
-            Object indices (default: all objects, in order).
+        objects : array-like, optional
+            Object indices, or the objects' ids where the model was fitted on
+            ids (default: all objects, in code order).
 
         Returns
         -------
         numpy.ndarray, shape (len(objects), n_components)
+            NaN rows for unknown objects (``unknown="nan"`` / ``"fallback"``).
         """
         check_is_fitted(self, "embedding_")
         if objects is None:
             return self.embedding_.copy()
-        idx = as_array(objects, "objects")
+        if self.object_ids_ is not None:
+            idx = encode_ids(
+                np.atleast_1d(objects),
+                fitted_maps(self, [self.object_ids_])[0],
+                what="object ids",
+                unknown=self.unknown,
+                owner=type(self).__name__,
+            )
+        else:
+            idx = self._positions(as_array(objects, "objects"))
+        out = self.embedding_[np.maximum(idx, 0)]
+        out[idx < 0] = np.nan
+        return out
+
+    def _positions(self, idx: np.ndarray) -> np.ndarray:
+        """Checked object positions; -1 beyond ``n_objects_`` unless raised."""
         if idx.dtype == object or not np.issubdtype(idx.dtype, np.integer):
             raise DataValidationError(
                 f"objects must be integer indices; got dtype {idx.dtype}."
             )
-        if idx.size and (idx.min() < 0 or idx.max() >= self.n_objects_):
+        top = idx.max() if self.unknown == "raise" and idx.size else -1
+        if idx.size and (idx.min() < 0 or top >= self.n_objects_):
             raise DataValidationError(
                 f"object indices must be in [0, {self.n_objects_}); got range "
                 f"[{idx.min()}, {idx.max()}]."
             )
-        return self.embedding_[idx]
+        return np.where(idx >= self.n_objects_, -1, idx)
 
     def decision_function(self, X: Comparisons | ArrayLike) -> np.ndarray:
         """``d(first pair) - d(second pair)`` in the embedding (< 0: first closer).
@@ -435,17 +558,25 @@ class OrdinalEmbedding(BaseEstimator):
         numpy.ndarray of float64, shape (m,)
         """
         check_is_fitted(self, "embedding_")
-        Q = as_quadruplets(X)
-        if Q.min() < 0 or Q.max() >= self.n_objects_:
+        Q = as_quadruplets(self._codes(X, self.unknown))
+        top = Q.max() if self.unknown == "raise" else -1
+        if (self.object_ids_ is None and Q.min() < 0) or top >= self.n_objects_:
             raise DataValidationError(
                 f"Comparisons index objects outside [0, {self.n_objects_}), the "
                 "objects of the fitted embedding."
             )
+        return self._decision(np.where(Q >= self.n_objects_, -1, Q))
+
+    def _decision(self, Q: np.ndarray) -> np.ndarray:
+        """``decision_function`` of (m, 4) codes; NaN where one is -1 (unknown)."""
+        unknown = (Q < 0).any(axis=1)
         E = torch.as_tensor(self.embedding_)
-        q = torch.as_tensor(Q)
+        q = torch.as_tensor(np.maximum(Q, 0))
         e = E[q[:, 0::2]] - E[q[:, 1::2]]
         d = (e * e).sum(-1)
-        return to_numpy(d[:, 0] - d[:, 1])
+        out = to_numpy(d[:, 0] - d[:, 1])
+        out[unknown] = np.nan
+        return out
 
     def predict(self, X: Comparisons | ArrayLike) -> np.ndarray:
         """Responses: +1 where the first pair is closer, -1 otherwise (ties: -1).
@@ -457,8 +588,10 @@ class OrdinalEmbedding(BaseEstimator):
         Returns
         -------
         numpy.ndarray of int64, shape (m,)
+            0 where a comparison names an unknown object (``unknown``).
         """
-        return np.where(self.decision_function(X) < 0, 1, -1).astype(np.int64)
+        d = self.decision_function(X)
+        return np.where(np.isnan(d), 0, np.where(d < 0, 1, -1)).astype(np.int64)
 
     def score(
         self,
@@ -486,6 +619,15 @@ class OrdinalEmbedding(BaseEstimator):
         """
         check_is_fitted(self, "embedding_")
         owner = type(self).__name__
+        X = self._codes(X, self.unknown)
+        if self.object_ids_ is not None and isinstance(X, np.ndarray) and (X < 0).any():
+            # stand-ins beyond the fitted objects: oriented by y, then unknown
+            fake = self.n_objects_ + np.arange(X.size).reshape(X.shape)
+            comps = as_comparisons(np.where(X < 0, fake, X), y, owner=owner)
+            weights = comparison_weights(sample_weight, X, comps, owner)
+            Q = comps.as_quadruplets()
+            d = self._decision(np.where(Q >= self.n_objects_, -1, Q))
+            return float(np.average(d < 0, weights=weights))
         comps = as_comparisons(X, y, owner=owner)
         weights = comparison_weights(sample_weight, X, comps, owner)
         return float(np.average(self.predict(comps) == 1, weights=weights))

@@ -478,7 +478,8 @@ def _check_tables(name, shape, n_components, device, dtype) -> None:
         f"({n_components} columns)",
         "A stray index or ids never remapped to 0..n-1 are the usual cause (the "
         "shape is max index + 1 unless shape= is given): drop the stray pairs, "
-        "or remap the ids (np.unique(ids, return_inverse=True)).",
+        "or pass a DataFrame to map the ids to 0..n-1 (the model keeps the map; "
+        "or np.unique(ids, return_inverse=True) by hand).",
     )
 
 

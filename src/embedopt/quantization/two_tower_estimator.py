@@ -21,11 +21,13 @@ from .._core import (
     DeviceLike,
     DtypeLike,
     InvalidParameterError,
+    Options,
     RandomStateLike,
     check_is_fitted,
     to_numpy,
 )
 from ..data import (
+    UNKNOWN_POLICIES,
     InteractionsLike,
     SideFeatures,
     as_interactions,
@@ -106,6 +108,10 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
         OPQ iterations of the warm start (paper: 200).
     log_every : int
         Steps per history row.
+    unknown : {"raise", "nan", "fallback"}
+        What ``recommend``, ``similar_items``, ``predict`` and ``evaluate``
+        do with an unknown id, as in :class:`~embedopt.similarity.TwoTowerModel`
+        (``"fallback"``: the popularity ranking of the training items).
     random_state : None, int or numpy Generator
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}
@@ -122,6 +128,9 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
     net_ : TwoTowerNet
     shape_ : tuple of int
         ``(n_users, n_items)``.
+    user_ids_, item_ids_ : numpy.ndarray or None
+        The users' and items' ids in code order (int64 or str) where ``fit``
+        mapped them; None for positions.
     history_ : dict of numpy.ndarray
         Index phase (``objective``, ``retrieval_loss``, ``distortion``), or
         the warm-up's where a callback ended the fit there.
@@ -162,6 +171,7 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
 
     _parameter_constraints: ClassVar[dict] = {
         **TWO_TOWER_CONSTRAINTS,
+        "unknown": [Options(UNKNOWN_POLICIES)],
         "random_state": ["random_state"],
         "device": ["device"],
         "dtype": ["dtype"],
@@ -187,6 +197,7 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
         warm_start_samples: int = 8192,
         warm_start_iter: int = 200,
         log_every: int = 100,
+        unknown: str = "raise",
         random_state: RandomStateLike = None,
         device: DeviceLike = "auto",
         dtype: DtypeLike = "float32",
@@ -216,8 +227,12 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : ObservedEntries or tuple (users, items[, values])
-            Positive interactions (values, if any, are ignored).
+        X : DataFrame, ObservedEntries or tuple (users, items[, values])
+            Positive interactions (values, if any, are ignored). A DataFrame
+            holds two columns, users then items (read by position), whose
+            ids are mapped to codes 0..n-1 in sorted order and kept
+            (``user_ids_``, ``item_ids_``), as are string columns of a tuple;
+            ``recommend``, ``predict``... then take and return those ids.
         y : None
             Ignored.
         shape : tuple (n_users, n_items), optional
@@ -264,7 +279,7 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
                 "or use TwoTowerModel, whose fit takes sample_weight."
             )
         ctx = self._start_fit()
-        data = as_interactions(X, shape)
+        data = as_interactions(self._map_pairs(X, shape), shape)
         state = None
         if warm_start_from is not None:
             state = getattr(warm_start_from, "warm_state_", None)
@@ -309,6 +324,10 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
 
     # -- the retrieval hooks (RetrievalMixin) ---------------------------------------
     _fitted_attr = "net_"
+    _weight_hint = (
+        "this model takes no weights (see fit's sample_weight): resample the "
+        "pairs in proportion to them, or use TwoTowerModel."
+    )
 
     @torch.no_grad()
     def _user_vectors(self, users: np.ndarray) -> torch.Tensor:

@@ -30,6 +30,7 @@ from .._core import (
     to_numpy,
 )
 from ..data import (
+    UNKNOWN_POLICIES,
     Interactions,
     InteractionsLike,
     SideFeatures,
@@ -144,6 +145,15 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
     eval_k : int
         Cut-off of the ranking metrics recorded per iteration when a
         validation set is given, and of :meth:`score` (precision@eval_k).
+    unknown : {"raise", "nan", "fallback"}
+        What ``recommend``, ``similar_items``, ``predict`` and ``evaluate``
+        do with an id unseen at fit (a position beyond ``shape_`` on a model
+        fitted on positions): raise a DataValidationError naming it; ``"nan"``:
+        NaN scores (and -1 / "" ids in a recommended row); ``"fallback"``:
+        the popularity ranking of the training items for an unknown user or
+        item (nothing excluded; the scores are the items' training counts),
+        and for ``predict`` the mean embedding of the fitted users (items) in
+        place of the unknown one (:class:`~embedopt.nn.RetrievalMixin`).
     random_state : None, int or numpy.random.Generator
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}
@@ -182,6 +192,9 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         from (see ``solver``).
     shape_ : tuple of int
         ``(m, n)``.
+    user_ids_, item_ids_ : numpy.ndarray or None
+        The users' and items' ids in code order (sorted; int64 or str) where
+        ``fit`` mapped them (a DataFrame, string ids); None for positions.
 
     Notes
     -----
@@ -235,6 +248,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         "solver_options": [InstanceOf(dict, "a dict"), None],
         "chunk_size": [Interval(int, 1, None), None],
         "eval_k": [Interval(int, 1, None)],
+        "unknown": [Options(UNKNOWN_POLICIES)],
         **RUN_CONSTRAINTS,
         "process_group": [
             None,
@@ -266,6 +280,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         solver_options: dict | None = None,
         chunk_size: int | None = None,
         eval_k: int = 10,
+        unknown: str = "raise",
         random_state: RandomStateLike = None,
         device: DeviceLike = "auto",
         dtype: DtypeLike = "float32",
@@ -290,11 +305,18 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : scipy.sparse matrix, tuple or Interactions
+        X : DataFrame, scipy.sparse matrix, tuple or Interactions
             The observed (user, item) pairs: a sparse m x n matrix (stored
             entries are pairs, their values the labels), a tuple (users,
             items[, labels]), or an :class:`~embedopt.data.Interactions`.
-            Pairs without labels are labelled 1 (implicit feedback).
+            Pairs without labels are labelled 1 (implicit feedback). A pandas
+            DataFrame holds two columns, read by position: users, items
+            (another column is refused); its ids are mapped to codes
+            0..n-1 in sorted order and kept (``user_ids_``, ``item_ids_``),
+            as are the columns of strings of a tuple (integer columns stay
+            positions); ``recommend``, ``predict``... then take and return
+            those ids, and side features hold one row per distinct id in
+            that order.
         y : None
             Ignored.
         user_features, item_features : dict of arrays or SideFeatures, optional
@@ -333,7 +355,9 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         distributed, group = self._group()
         ctx = self._group_context(group) if distributed else resolve_fit_context(self)
         owner = type(self).__name__
+        X = self._map_pairs(X)
         data = _fit_data(X, user_features, item_features)
+        _check_mapped_rows(data.shape, self.user_ids_, self.item_ids_)
         weight = _fit_weights(sample_weight, X, data, f"{owner}.fit")
         self.shape_ = (m, n) = data.shape
         _check_size(owner, (m, n), self.n_components, ctx)
@@ -523,7 +547,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         user_callback = self.callback
         if validation is None:
             return user_callback
-        held = as_interactions(validation, self.shape_)
+        held = self._pairs(validation)
         users, relevant = pairs_by_user(held)
         k = self.eval_k
         seen = self._seen[users]
@@ -595,6 +619,17 @@ def _fit_data(X, user_features, item_features):
         m, n = counts[0] or m, counts[1] or n
         data = Interactions(data.users, data.items, (m, n), data.values)
     return data
+
+
+def _check_mapped_rows(shape, user_ids, item_ids) -> None:
+    """Side features of a side of ids hold one row per distinct id."""
+    for side, ids, size in (("user", user_ids, shape[0]), ("item", item_ids, shape[1])):
+        if ids is not None and size != ids.size:
+            raise DataValidationError(
+                f"The {side} features have {size} rows but the {side} ids were "
+                f"mapped to {ids.size} codes: give one row per distinct {side} id, "
+                f"in the sorted order of {side}_ids_."
+            )
 
 
 def _fit_weights(sample_weight, X, data, owner: str) -> np.ndarray | None:
@@ -711,6 +746,7 @@ def _check_size(owner: str, shape, k: int, ctx) -> None:
         f"the {k}-dimensional embeddings of {m} users and {n} items",
         "A stray index or ids never remapped to 0..n-1 are the usual cause (the "
         "shape is max index + 1 unless the side features or a sparse matrix "
-        "give it): drop the stray pairs, or remap the ids "
-        "(np.unique(ids, return_inverse=True)).",
+        "give it): drop the stray pairs, or pass a DataFrame to map the ids "
+        "to 0..n-1 (the model keeps the map; or np.unique(ids, "
+        "return_inverse=True) by hand).",
     )
