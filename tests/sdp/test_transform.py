@@ -3,6 +3,7 @@ neighbours among the fitted ones (issue 23, item 5)."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -33,6 +34,12 @@ def _fit(kind, X, y, **kw):
 KINDS = ["npkl", "cmvu"]
 
 
+@functools.cache
+def _fitted(kind):
+    """The default fit of ``kind`` on the blobs, once per session (read only)."""
+    return _fit(kind, *_blobs())
+
+
 def _naive(X_fit, V, x, k, t):
     """One new pattern, written out: k nearest by sorting, heat weights."""
     d2 = ((X_fit - x) ** 2).sum(1)
@@ -43,8 +50,8 @@ def _naive(X_fit, V, x, k, t):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_new_patterns_get_the_heat_weighted_mean_of_their_neighbours(kind):
-    X, y = _blobs()
-    est = _fit(kind, X, y)
+    X, _ = _blobs()
+    est = _fitted(kind)
     new = np.random.default_rng(1).normal(size=(7, 2)) * 2 + 2
     out = est.transform(new)
     assert out.shape == (7, est.n_components)
@@ -55,8 +62,8 @@ def test_new_patterns_get_the_heat_weighted_mean_of_their_neighbours(kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_fitted_patterns_keep_their_rows(kind):
-    X, y = _blobs()
-    est = _fit(kind, X, y)
+    X, _ = _blobs()
+    est = _fitted(kind)
     np.testing.assert_array_equal(est.transform(X), est.embedding_)
     np.testing.assert_array_equal(est.transform(X[[4]]), est.embedding_[[4]])
 
@@ -77,11 +84,11 @@ def test_the_bandwidth_is_the_fits_or_the_mean_over_the_graphs_edges():
     assert _fit("npkl", X, y, bandwidth=2.5).bandwidth_ == 2.5
     lap = sp.triu(knn_laplacian(X, 5), k=1).tocoo()
     d2 = ((X[lap.row] - X[lap.col]) ** 2).sum(1)
-    assert _fit("npkl", X, y).bandwidth_ == pytest.approx(d2.mean(), rel=1e-12)
+    assert _fitted("npkl").bandwidth_ == pytest.approx(d2.mean(), rel=1e-12)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         _, sqdist = knn_pairs(X, 5)
-    assert _fit("cmvu", X, y).bandwidth_ == pytest.approx(sqdist.mean(), rel=1e-12)
+    assert _fitted("cmvu").bandwidth_ == pytest.approx(sqdist.mean(), rel=1e-12)
 
 
 def test_a_given_laplacian_lends_its_edges_and_the_neighbours_still_count():
@@ -102,8 +109,8 @@ def test_a_given_laplacian_lends_its_edges_and_the_neighbours_still_count():
 def test_sparse_lists_and_tensors_give_the_same_rows(kind):
     import torch
 
-    X, y = _blobs()
-    est = _fit(kind, X, y)
+    X, _ = _blobs()
+    est = _fitted(kind)
     new = X[:5] * 0.9
     out = est.transform(new)
     np.testing.assert_allclose(est.transform(sp.csr_matrix(new)), out)
@@ -135,8 +142,7 @@ def test_equal_weights_with_an_infinite_bandwidth_and_duplicates_averaged():
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_no_new_patterns_give_no_rows(kind):
-    X, y = _blobs()
-    est = _fit(kind, X, y)
+    est = _fitted(kind)
     out = est.transform(np.zeros((0, 2)))
     assert out.shape == (0, est.n_components) and out.dtype == np.float64
 
@@ -156,8 +162,7 @@ def test_no_new_patterns_give_no_rows(kind):
     ids=["3 features", "1 feature", "NaN row", "inf", "1-D", "no columns", "text"],
 )
 def test_bad_new_patterns_are_refused(kind, X_new, match):
-    X, y = _blobs()
-    est = _fit(kind, X, y)
+    est = _fitted(kind)
     with pytest.raises(DataValidationError, match=match):
         est.transform(X_new)
 
@@ -170,9 +175,18 @@ def test_transform_before_fit_is_not_fitted(cls):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_loaded_model_places_new_patterns_alike(kind, tmp_path):
-    X, y = _blobs()
-    est = _fit(kind, X, y)
+    X, _ = _blobs()
+    est = _fitted(kind)
     est.save(tmp_path / "m.embedopt")
     again = embedopt.load(tmp_path / "m.embedopt")
     new = X[:4] + 0.2
     np.testing.assert_array_equal(again.transform(new), est.transform(new))
+
+
+def test_a_model_without_its_fit_patterns_says_to_refit():
+    # what a model file saved before transform existed loads as
+    X, y = _blobs()
+    est = _fit("npkl", X, y)
+    del est.X_fit_
+    with pytest.raises(NotFittedError, match="fit it again"):
+        est.transform(X[:2])

@@ -24,6 +24,7 @@ from .._core import (
     DtypeLike,
     Interval,
     InvalidParameterError,
+    NotFittedError,
     NumericalInstabilityError,
     Options,
     RandomStateLike,
@@ -255,7 +256,13 @@ def _keep_features(estimator, feats: np.ndarray, edges: np.ndarray, bandwidth):
 
 def _place(estimator, X) -> np.ndarray:
     """The rows of new patterns X (:meth:`KernelLearning.transform`)."""
-    check_is_fitted(estimator, "X_fit_")
+    check_is_fitted(estimator, "embedding_")
+    if not hasattr(estimator, "X_fit_"):  # a model file from before transform
+        raise NotFittedError(
+            f"This {type(estimator).__name__} was saved without the patterns of "
+            "its fit, which transform needs; fit it again (or load a file saved "
+            "by this version)."
+        )
     feats = _features(X, min_rows=0, before="transforming")
     d = estimator.n_features_in_
     if feats.shape[1] != d:
