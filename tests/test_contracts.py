@@ -511,7 +511,11 @@ CASES.append(
             **({} if "random_state" in kw else {"random_state": 0}),
         ),
         fit_args=_kl_data,
-        output=lambda est, args: est.kernel(np.arange(20)[:, None], np.arange(20)),
+        # the kernel of the fitted patterns, and new patterns placed by transform
+        output=lambda est, args: np.c_[
+            est.kernel(np.arange(20)[:, None], np.arange(20)),
+            est.transform(args[0] + 0.1),
+        ],
         fitted_attr="embedding_",
         options=[*_SDP_OPTIONS, {"n_neighbors": 3, "bandwidth": 1.0}],
         wiring=[
@@ -564,8 +568,9 @@ def _cmvu_data():
 
 
 def _cmvu_output(est, args):
-    check_is_fitted(est, "embedding_")  # transductive: the fitted embedding
-    return est.embedding_
+    check_is_fitted(est, "embedding_")
+    # the fitted embedding, and new patterns placed by transform
+    return np.c_[est.embedding_, est.transform(args[0] + 0.1)]
 
 
 CASES.append(

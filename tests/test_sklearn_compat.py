@@ -91,8 +91,10 @@ PAIRS = (
 NO_PAIR_TRANSFORMER = "no scikit-learn transformer takes or gives (user, item) pairs"
 
 TRANSDUCTIVE = (
-    "transductive: the embedding has one row per fitted pattern, so a "
-    "held-out fold has no rows to score"
+    "transductive score: score judges the embedding of the fitted patterns "
+    "(clustering, leave-one-out 1-NN), so a held-out fold has no rows to score; "
+    "transform places held-out patterns, so a Pipeline of the embedding and a "
+    "classifier cross-validates"
 )
 
 CASES = [
@@ -219,6 +221,38 @@ def test_a_transductive_estimator_refuses_rows_it_did_not_fit(case):
     est = case.make().fit(*_fit_args(X, y), **params)
     with pytest.raises(DataValidationError, match="transductive"):
         est.score(X[:-3], y[:-3])
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c for c in CASES if c.no_cross_validation == TRANSDUCTIVE],
+    ids=lambda c: c.name,
+)
+def test_an_embedding_then_a_classifier_cross_validates(case):
+    # transform places the held-out fold by its neighbours in the fitted one
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X, y, _ = case.data()
+    pipe = Pipeline(
+        [
+            ("before", case.before()),
+            ("model", case.make()),
+            ("classify", KNeighborsClassifier(1)),
+        ]
+    )
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    scores = cross_val_score(pipe, X, y, cv=cv, error_score="raise")
+    assert scores.shape == (3,) and scores.mean() >= 0.75, scores
+    # the classifier sees the rows transform gives the held-out patterns
+    train, test = next(cv.split(X, y))
+    pipe.fit(X[train], y[train])
+    model = pipe.named_steps["model"]
+    Xt = pipe.named_steps["before"].transform(X[test])
+    nearest = np.argmin(
+        ((model.transform(Xt)[:, None] - model.embedding_[None]) ** 2).sum(-1), 1
+    )
+    np.testing.assert_array_equal(pipe.predict(X[test]), y[train][nearest])
 
 
 @pytest.mark.parametrize(

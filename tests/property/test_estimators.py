@@ -1347,6 +1347,23 @@ def _kl_cluster_cases(est):
     )
 
 
+def _sdp_transform_cases(est):
+    # new patterns: any number of rows (none included) with the fit's features
+    X = _KL_X[:6] + 0.1
+    return st.one_of(
+        bad_matrices(X).map(
+            lambda b: case([b.value], bad=relabel(b, transposed=True, no_rows=False))
+        ),
+        junk().map(lambda b: case([b.value], bad=b)),
+    )
+
+
+def _sdp_transform_check(est, c, out):
+    a = np.asarray(out)
+    assert a.ndim == 2 and a.shape[1] == est.embedding_.shape[1], a.shape
+    check_finite(a, "transform")
+
+
 def _kl_cluster_check(est, c, out):
     a = np.asarray(out)
     assert a.shape == (len(est.embedding_),) and a.dtype.kind in "iu"
@@ -1363,6 +1380,7 @@ KERNEL_LEARNING = Subject(
     methods={
         "kernel": Method(_kl_kernel_cases, lambda est, c, out: check_finite(out)),
         "cluster": Method(_kl_cluster_cases, _kl_cluster_check),
+        "transform": Method(_sdp_transform_cases, _sdp_transform_check),
     },
 )
 
@@ -1427,6 +1445,7 @@ COLORED_MVU = Subject(
         "fit_transform": Method(
             _cmvu_fit_transform_cases, lambda est, c, out: check_finite(out)
         ),
+        "transform": Method(_sdp_transform_cases, _sdp_transform_check),
     },
 )
 

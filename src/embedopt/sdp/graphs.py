@@ -19,7 +19,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .._core import DataValidationError, DataWarning, DeviceLike
 
-__all__ = ["knn_laplacian", "knn_pairs"]
+__all__ = ["edge_bandwidth", "extend_by_neighbors", "knn_laplacian", "knn_pairs"]
 
 
 def _warn_if_disconnected(graph, message: str, *, stacklevel: int, **fields):
@@ -235,3 +235,90 @@ def knn_pairs(
     pairs = np.concatenate(edges)
     diff = feats[pairs[:, 0]] - feats[pairs[:, 1]]
     return pairs, np.einsum("ij,ij->i", diff, diff)
+
+
+# -- new patterns: the out-of-sample extension of both estimators -----------------
+def edge_bandwidth(X: np.ndarray, edges: np.ndarray) -> float:
+    """Mean squared distance ``||x_i - x_j||^2`` over a graph's edges.
+
+    The heat-kernel width with which :func:`extend_by_neighbors` weighs a new
+    pattern's neighbours when the fit had none of its own: the scale of the
+    distances the fit's graph links. 1.0 when there are no edges or all of
+    them join equal patterns (as :func:`knn_laplacian` does for a zero width).
+
+    Parameters
+    ----------
+    X : numpy.ndarray, shape (n, d)
+    edges : numpy.ndarray of int, shape (m, 2)
+
+    Returns
+    -------
+    float
+    """
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    if len(edges) == 0:
+        return 1.0
+    diff = X[edges[:, 0]] - X[edges[:, 1]]
+    t = float(np.einsum("ij,ij->i", diff, diff).mean())
+    return t if t > 0 else 1.0
+
+
+def extend_by_neighbors(
+    X_fit: np.ndarray,
+    embedding: np.ndarray,
+    X_new: np.ndarray,
+    n_neighbors: int,
+    bandwidth: float,
+    *,
+    chunk_size: int | None = None,
+) -> np.ndarray:
+    """Place new patterns: heat-kernel weighted means of their neighbours' rows.
+
+    Each row x of ``X_new`` gets ``sum_j w_j v_j / sum_j w_j`` over its
+    ``n_neighbors`` nearest rows ``x_j`` of ``X_fit`` (Euclidean), with the
+    weights ``w_j = exp(-||x - x_j||^2 / t)`` of the kNN graph of
+    :func:`knn_laplacian`, ``t = bandwidth`` (computed relative to the
+    nearest neighbour, so that they never all underflow). A pattern equal to
+    one of the fit (to rounding) gets that pattern's row (the mean of the
+    rows of equal ones), so the patterns of the fit keep their embedding.
+
+    Parameters
+    ----------
+    X_fit : numpy.ndarray, shape (n, d)
+        The patterns of the fit.
+    embedding : numpy.ndarray, shape (n, r)
+        Their rows.
+    X_new : numpy.ndarray, shape (m, d)
+    n_neighbors : int
+        At most n (fewer are taken when the fit has fewer patterns).
+    bandwidth : float
+        The heat-kernel width t (``inf``: equal weights).
+    chunk_size : int, optional
+        New rows per distance block (memory ``O(chunk_size * n)``); default
+        ``2**24 // n``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (m, r)
+    """
+    n = X_fit.shape[0]
+    k = min(int(n_neighbors), n)
+    fit = torch.as_tensor(X_fit, dtype=torch.float64)
+    sq = (fit * fit).sum(1)
+    V = torch.as_tensor(embedding, dtype=torch.float64)
+    out = []
+    chunk_size = chunk_size or max(1, 2**24 // n)
+    for start in range(0, X_new.shape[0], chunk_size):
+        block = torch.as_tensor(X_new[start : start + chunk_size], dtype=torch.float64)
+        bsq = (block * block).sum(1)
+        d2 = (bsq[:, None] + sq[None, :] - 2 * block @ fit.T).clamp_min(0)
+        d2, idx = torch.topk(d2, k, dim=1, largest=False)
+        # equal to a pattern of the fit up to the rounding of the expansion
+        same = d2 <= 1e-12 * (bsq[:, None] + sq[idx])
+        w = torch.exp(-(d2 - d2[:, :1]) / float(bandwidth))
+        w = torch.where(same.any(1, keepdim=True), same.to(w.dtype), w)
+        w = w / w.sum(1, keepdim=True)
+        out.append(torch.einsum("mk,mkr->mr", w, V[idx]))
+    if not out:
+        return np.zeros((0, embedding.shape[1]))
+    return torch.cat(out).numpy()
