@@ -18,6 +18,9 @@ Rows:
 - AIS-Impute, logistic / squared hinge: ``MatrixCompletion(loss=...,
   random_state=rep).fit(train, validation=val)``, every other option left at
   its default (lambda path on the validation signs, refit on train + val).
+- AIS-Impute, logistic, ``center="both"``: the same with row and column
+  offsets fitted inside the loss (``embedopt.completion.binary``), the
+  degree baseline's propensities as part of the model.
 - AltMin (Chiang et al. 2014, the paper's peer): the factorized logistic
   loss ``sum log(1 + exp(-O_ij u_i^T v_j)) + mu/2 (|U|^2 + |V|^2)``,
   minimized alternately over U and V (L-BFGS on each block); rank and mu
@@ -227,6 +230,7 @@ def surprise_svd(train, val, test, rep, python) -> dict | None:
 METHODS = {
     "ais_logistic": "AIS-Impute, logistic (MatrixCompletion defaults)",
     "ais_squared_hinge": "AIS-Impute, squared hinge (defaults)",
+    "ais_logistic_offsets": "AIS-Impute, logistic, center='both' (offsets in the loss)",
     "altmin": "AltMin, factorized logistic (Chiang et al.)",
     "degree": "Degree baseline, logistic regression (Leskovec et al.)",
     "surprise": "Surprise SVD on +/-1 (defaults)",
@@ -263,6 +267,9 @@ def run(rep, entries, args) -> dict:
         "ais_logistic": lambda: ais_impute(train, val, test, seed, loss="logistic"),
         "ais_squared_hinge": lambda: ais_impute(
             train, val, test, seed, loss="squared_hinge"
+        ),
+        "ais_logistic_offsets": lambda: ais_impute(
+            train, val, test, seed, loss="logistic", center="both"
         ),
         "altmin": lambda: altmin(train, val, test, seed),
         "degree": lambda: degree_baseline(train, val, test, seed),

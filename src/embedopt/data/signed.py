@@ -120,12 +120,6 @@ def load_bitcoin_alpha(
         If the file is not in its documented format (header, four numeric
         columns, integer ids, a weight of 0 that has no sign) or no edge
         is left.
-
-    Examples
-    --------
-    >>> net = load_bitcoin_alpha()  # doctest: +SKIP
-    >>> net.entries.shape  # doctest: +SKIP
-    (2105, 2288)
     """
     validate_params(
         "load_bitcoin_alpha",
