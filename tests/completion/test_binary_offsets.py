@@ -94,12 +94,13 @@ def test_offset_problem_objective_and_validation_against_the_naive_model():
 def test_estimator_with_offsets_predicts_offsets_plus_low_rank():
     obs = biased_signs(seed=1)
     tr, te = split_entries(obs, (0.8, 0.2), random_state=0)
-    model = MatrixCompletion(loss="logistic", center="both", random_state=0).fit(tr)
+    opts = dict(loss="logistic", random_state=0, n_lambdas=8)
+    model = MatrixCompletion(center="both", **opts).fit(tr)
     assert isinstance(model.centering_, LossCentering) and model.center_ == "both"
     X = (model.U_ * model.s_) @ model.V_.T
     expect = model.centering_.offsets(te.indices) + X[te.rows, te.cols]
     np.testing.assert_allclose(model.decision_function(te), expect, atol=1e-4)
-    plain = MatrixCompletion(loss="logistic", random_state=0).fit(tr)
+    plain = MatrixCompletion(**opts).fit(tr)
     # the propensities are in the data: the offsets find them
     assert model.score(te) >= plain.score(te) - 0.02
     for center in ("row", "column", "global"):
@@ -124,10 +125,10 @@ def test_tensor_offsets_every_mode():
     from embedopt.completion import TensorCompletion
     from embedopt.data import make_low_rank_tensor
 
-    obs = make_low_rank_tensor(12, random_state=0).observed
+    obs = make_low_rank_tensor(10, random_state=0).observed
     obs = obs.with_values(np.where(obs.values >= 0, 1.0, -1.0))
     model = TensorCompletion(
-        loss="logistic", center="both", random_state=0, n_lambdas=3
+        1.0, loss="logistic", center="both", random_state=0, max_iter=50
     ).fit(obs)
     assert isinstance(model.centering_, LossCentering)
     assert len(model.centering_.offsets_) == 3 and model.score(obs) > 0.8
