@@ -2,6 +2,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from embedopt.cli import main
@@ -69,6 +70,30 @@ def test_no_command_prints_help(capsys):
 def test_complete_movielens_100k(capsys):
     assert main(["complete", "--data", "movielens-100k"]) == 0
     assert "test rmse" in capsys.readouterr().out
+
+
+@requires_dataset("signed-bitcoin-alpha")
+def test_complete_bitcoin_alpha_logistic(capsys, tmp_path):
+    out = tmp_path / "b.json"
+    argv = ["complete", "--data", "bitcoin-alpha", "--loss", "logistic"]
+    assert main([*argv, "--json", str(out)]) == 0
+    assert "test accuracy" in capsys.readouterr().out
+    assert json.loads(out.read_text())["test_accuracy"] > 0.93  # majority: 0.933
+
+
+def test_complete_bitcoin_alpha_from_a_data_dir(capsys, tmp_path):
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "signed-bitcoin-alpha"
+    folder.mkdir()
+    lines = ["source,target,weight,timestamp"] + [
+        f"{s},{t},{rng.choice([-2, 3])},{1000 + s}"
+        for s in range(1, 13)
+        for t in rng.choice(np.arange(20, 32), 5, replace=False)
+    ]
+    (folder / "soc-sign-bitcoinalpha.csv").write_text("\n".join(lines) + "\n")
+    argv = ["complete", "--data", "bitcoin-alpha", "--data-dir", str(tmp_path)]
+    assert main([*argv, "--loss", "squared_hinge", "--max-iter", "20"]) == 0
+    assert "test accuracy" in capsys.readouterr().out
 
 
 def test_ordinal_synthetic_smoke(capsys, tmp_path):

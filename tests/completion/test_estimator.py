@@ -72,7 +72,7 @@ def test_binary_completion_scores_accuracy():
     assert model.score(te) > 0.85
     assert set(np.unique(model.predict(te))) <= {-1.0, 1.0}
     with pytest.raises(InvalidParameterError, match="'center' parameter"):
-        MatrixCompletion(loss="logistic", center="both").fit(tr)
+        MatrixCompletion(loss="logistic", center="row").fit(tr)
     with pytest.raises(DataValidationError, match=r"\+/-1"):
         MatrixCompletion(loss="logistic", center="none").fit(
             obs.with_values(obs.values + 2)

@@ -120,8 +120,18 @@ def _write_glove(folder: Path, rng) -> None:
     )
 
 
+def _write_bitcoin_alpha(folder: Path, rng) -> None:
+    folder.mkdir()
+    lines = ["source,target,weight,timestamp"]
+    for source in range(1, 13):
+        for target in rng.choice(np.arange(20, 32), 5, replace=False):
+            lines.append(f"{source},{target},{rng.choice([-3, 1, 10])},14{source:04d}")
+    (folder / "soc-sign-bitcoinalpha.csv").write_text("\n".join(lines) + "\n")
+
+
 _WRITERS = {
     "movielens-100k": _write_movielens_100k,
+    "signed-bitcoin-alpha": _write_bitcoin_alpha,
     "eurodist": _write_eurodist,
     "music-aset400-triplets": _write_music,
     "libsvm-adult": _write_a1a,
@@ -166,6 +176,17 @@ DATASET_RUNS = {
         "complete",
         "--data",
         "movielens-100k",
+        "--lam",
+        "1",
+        "--max-iter",
+        "10",
+    ],
+    "signed-bitcoin-alpha": [
+        "complete",
+        "--data",
+        "bitcoin-alpha",
+        "--loss",
+        "logistic",
         "--lam",
         "1",
         "--max-iter",

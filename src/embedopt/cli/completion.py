@@ -25,7 +25,13 @@ from ._common import (
     write_json,
 )
 
-_DATASETS = ("synthetic", "movielens-100k", "movielens-1m", "movielens-latest-small")
+_DATASETS = (
+    "synthetic",
+    "movielens-100k",
+    "movielens-1m",
+    "movielens-latest-small",
+    "bitcoin-alpha",
+)
 _SOLVER_CHOICES = ["ais_impute", "ais_impute_exact", "soft_impute", "apg"]
 _BINARY_LOSSES = ("logistic", "squared_hinge")
 #: MovieLens ratings at or above this many stars are +1 for the +/-1 losses.
@@ -44,7 +50,10 @@ DESCRIPTION = (
     "entries are the signs of the noisy values and the test accuracy is "
     "measured against the signs of the noise-free matrix on as many other "
     "entries. MovieLens: 50/25/25 train/validation/test split, RMSE in stars "
-    f"(+/-1 losses: +1 for ratings of {_LIKED_STARS} stars or more). CSV: "
+    f"(+/-1 losses: +1 for ratings of {_LIKED_STARS} stars or more). "
+    "bitcoin-alpha: the signs of the SNAP Bitcoin Alpha trust network "
+    "(raters x rated users, users with fewer than 2 ratings removed; "
+    "Sec. 5.5), 80/10/10, test accuracy with a +/-1 loss. CSV: "
     "'row,col,value' lines (header allowed), 80/10/10."
 )
 
@@ -116,6 +125,7 @@ def _binary(args) -> bool:
 def _load(args):
     from ..data import (
         ObservedEntries,
+        load_bitcoin_alpha,
         load_movielens,
         make_low_rank_matrix,
         split_entries,
@@ -144,7 +154,10 @@ def _load(args):
                 _signs(prob.truth_at(split[2].rows, split[2].cols))
             )
         return dict(train=split[0], val=split[1], test=test, truth=prob)
-    if args.data in _DATASETS:
+    if args.data == "bitcoin-alpha":
+        entries = load_bitcoin_alpha(args.data_dir).entries
+        fractions = (0.8, 0.1, 0.1)  # the paper's link-prediction split
+    elif args.data in _DATASETS:
         entries = load_movielens(args.data.split("-", 1)[1], args.data_dir).entries
         if _binary(args):
             liked = entries.values >= _LIKED_STARS

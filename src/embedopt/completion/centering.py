@@ -345,11 +345,11 @@ def check_center(center: str, loss: Loss, owner: str) -> str:
     """
     if center == "auto":
         return "none" if loss.binary else "auto"
-    if loss.binary and center != "none":
+    if loss.binary and center not in ("none", "both"):
         raise InvalidParameterError(
-            f"The 'center' parameter of {owner} must be 'none' with the "
-            f"{loss.name} loss (its +/-1 labels cannot be centered). "
-            f"Got {center!r}."
+            f"The 'center' parameter of {owner} must be 'none' or 'both' with "
+            f"the {loss.name} loss (its +/-1 labels are not shifted; 'both' "
+            f"fits row and column offsets inside the loss). Got {center!r}."
         )
     return center
 

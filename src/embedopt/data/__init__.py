@@ -42,6 +42,7 @@ from .ordinal_datasets import (
     load_eurodist,
     load_music_triplets,
 )
+from .signed import SignedNetwork, load_bitcoin_alpha
 from .splits import kfold_entries, split_by_user, split_entries
 from .synthetic import (
     LowRankProblem,
@@ -78,6 +79,7 @@ __all__ = [
     "ObservedEntries",
     "PlantedEmbedding",
     "SideFeatures",
+    "SignedNetwork",
     "as_comparisons",
     "as_interactions",
     "as_observed_entries",
@@ -86,6 +88,7 @@ __all__ = [
     "flip_comparisons",
     "get_data_home",
     "kfold_entries",
+    "load_bitcoin_alpha",
     "load_digits",
     "load_eurodist",
     "load_glove",
