@@ -149,7 +149,7 @@ def ours(train, test, seed: int, reps: int, options: dict) -> dict:
         center=model.center_,
         lam=model.lam_,
         n_lambdas=len(path.get("lambdas", [])),
-        path_ranks=list(path.get("ranks", [])),
+        path_ranks=[int(x) for x in path.get("ranks", [])],
         wall=_shared.median(walls),
         cpu=_shared.median(cpus),
     )
@@ -192,12 +192,12 @@ def run_dataset(variant: str, args) -> dict:
 PROFILE_ROWS = [
     ("fit, total", "completion/estimators.py", "fit", "cum"),
     (
-        "  problems: centering, split, CSR (incl. next row)",
+        "  centering, validation split, CSR structures",
         "estimators.py",
         "_problems",
         "cum",
     ),
-    ("    centering selection", "centering.py", "select_centering", "cum"),
+    ("    of which: centering selection", "centering.py", "select_centering", "cum"),
     ("  lambda path", "completion/path.py", "lambda_path", "cum"),
     ("    its solves", "completion/path.py", "solve", "cum"),
     ("    post-processing to score", "completion/path.py", "_score", "cum"),
@@ -205,7 +205,7 @@ PROFILE_ROWS = [
     ("  refit on all entries + post-process", None, None, "refit"),
     ("SVT (power method), all solves", "completion/svt.py", "__call__", "cum"),
     ("  power method", "linalg/svd.py", "power_method", "cum"),
-    ("  orthonormalize", "linalg/svd.py", "orthonormalize", "cum"),
+    ("  orthonormalize (all calls)", "linalg/svd.py", "orthonormalize", "cum"),
     ("  thin SVD (Gram eigh)", "linalg/svd.py", "thin_svd", "cum"),
     ("  warm-start basis", "linalg/svd.py", "warm_start_basis", "cum"),
     ("sparse products: scipy csc_matvecs", "~", "csc_matvecs>", "own"),
@@ -222,7 +222,7 @@ def _profile_value(stats: dict, suffix: str, func: str, kind: str) -> float:
     for (path, _, name), (_, _, own, cum, _) in stats.items():
         if not path.endswith(suffix):
             continue
-        if name == func or (func.endswith(">") and name.endswith(func[:-1])):
+        if name == func or (func.endswith(">") and name.endswith(func)):
             total += cum if kind == "cum" else own
         elif kind == "own+" and name == "rmatmul":
             total += own  # operators.py: matmul and rmatmul, own time
@@ -267,12 +267,12 @@ def profile(args) -> dict:
     return dict(
         seconds=values,
         rank=model.rank_,
-        lambdas=list(path["lambdas"]),
-        path_ranks=list(path["ranks"]),
-        path_scores=list(path["scores"]),
+        lambdas=[float(x) for x in path["lambdas"]],
+        path_ranks=[int(x) for x in path["ranks"]],
+        path_scores=[round(float(x), 4) for x in path["scores"]],
         iterations=counter.counts,
-        refined=list(path["refined"]),
-        postprocessed=list(path["postprocessed"]),
+        refined=[bool(x) for x in path["refined"]],
+        postprocessed=[bool(x) for x in path["postprocessed"]],
     )
 
 
@@ -288,7 +288,7 @@ def profile_table(prof: dict) -> str:
     path = (
         f"rank {prof['rank']}; {len(prof['lambdas'])} lambdas solved, ranks "
         f"{prof['path_ranks']}, validation RMSE "
-        f"{[round(x, 4) for x in prof['path_scores']]}; iterations per solve "
+        f"{prof['path_scores']}; iterations per solve "
         f"(path, then refit): {its}"
     )
     return table + "\n\n" + path
