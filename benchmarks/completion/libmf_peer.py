@@ -21,7 +21,9 @@ One random 80/20 split per dataset (``--seed``, default 0), one thread each:
 Times are medians of ``--reps`` runs (3; 1 with ``--quick``); on a loaded
 machine compare the CPU columns. ``--variants`` adds rows of
 ``MatrixCompletion(**options)`` (JSON objects) to measure a lever against
-the defaults. ``--profile`` also writes where the CPU time of
+the defaults, and ``--lsp THETA ...`` a row of the log-sum penalty by
+DC(AIS-Impute) (lambda and theta chosen on the same validation split as
+LIBMF's; see :func:`lsp`). ``--profile`` also writes where the CPU time of
 ``MatrixCompletion().fit`` goes on the ML-1M split (cProfile on the CPU
 clock; ``--profile --datasets`` with no dataset runs the profile alone).
 
@@ -209,6 +211,8 @@ def lsp(train, test, seed: int, thetas) -> dict:
             scores[(j, theta)] = (prob.validation_score(*x), x)
     (j, theta), (_, x) = min(scores.items(), key=lambda kv: kv[1][0])
     cen = Centering("both").fit(train)
+    # The test entries ride along as "validation" to be scored at the end;
+    # DC records their RMSE per iteration but never uses it to stop.
     full = CompletionProblem(
         cen.transform(train), validation=cen.transform(test), dtype="float32"
     )
