@@ -23,7 +23,8 @@ machine compare the CPU columns. ``--variants`` adds rows of
 ``MatrixCompletion(**options)`` (JSON objects) to measure a lever against
 the defaults, and ``--lsp THETA ...`` a row of the log-sum penalty by
 DC(AIS-Impute) (lambda and theta chosen on the same validation split as
-LIBMF's; see :func:`lsp`). ``--profile`` also writes where the CPU time of
+LIBMF's; see :func:`lsp`), ``--wtn ALPHA ...`` one of the smoothed
+weighted nuclear norm (see :func:`wtn`). ``--profile`` also writes where the CPU time of
 ``MatrixCompletion().fit`` goes on the ML-1M split (cProfile on the CPU
 clock; ``--profile --datasets`` with no dataset runs the profile alone).
 
