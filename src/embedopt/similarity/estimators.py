@@ -740,6 +740,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         if codes[0].size == 0:
             raise DataValidationError(f"{owner}: X holds no pairs.")
         grown = tuple(max(a, b) for a, b in zip(grown, shape, strict=True))
+        _check_size(owner, grown, self.n_components, resolve_fit_context(self))
         return as_interactions((*codes, *raw[1]), grown), new_ids
 
     def _new_features(self, user_features, item_features, data, owner: str):
