@@ -658,9 +658,6 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
             self._training["values"],
         )
         self._training = _concat_pairs(self._training, data, weight)
-        self._remember_seen(
-            Interactions(self._training["users"], self._training["items"], data.shape)
-        )
         self._fold_in(old, data, weight, features, refit, owner)
         if refit == "all":
             self._refit_all()
@@ -841,7 +838,8 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         self._store_fit(objective, towers, result, [])
 
     def _sort_codes(self, new_ids) -> None:
-        """Put the codes of id-mapped sides back in the sorted order of the ids."""
+        """Put the codes of id-mapped sides back in the sorted order of the ids,
+        and the seen pairs (``recommend``'s exclusions) in step."""
         embeddings = [self._P, self._Q]
         for s, side in enumerate(("user", "item")):
             fresh = new_ids[s]
