@@ -24,7 +24,9 @@ from .._core import (
     Options,
     RandomStateLike,
     as_array,
+    check_is_fitted,
     check_memory,
+    check_param,
     few_threads,
     resolve_fit_context,
     to_numpy,
@@ -37,6 +39,7 @@ from ..data import (
     as_interactions,
     as_side_features,
 )
+from ..data.frames import decode_ids
 from ..linalg import top_k_inner_products
 from ..nn import (
     FEATURE_TOWERS,
@@ -47,8 +50,17 @@ from ..nn import (
     ranking_metrics,
 )
 from ..optim import IterationState, SolverResult
+from ._fold_in import (
+    encoders,
+    feature_embeddings,
+    grow_tower,
+    new_pairs,
+    permute_tower,
+    solvable,
+    solve_rows,
+)
 from .distributed import DistributedAllPairsObjective, _group_rank0
-from .losses import LOSSES, LossLike
+from .losses import LOSSES, LossLike, get_loss
 from .problem import (
     AllPairsObjective,
     Imputation,
@@ -363,6 +375,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         _check_size(owner, (m, n), self.n_components, ctx)
         uf, vf = _side_features(user_features, item_features, m, n)
         self._remember_seen(data)
+        self._training = _training_pairs(data, weight)
         towers, k = self._build_towers(uf, vf, ctx)
         options = self._objective_options(data, m, n)
         options["sample_weight"] = weight
@@ -560,6 +573,293 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
 
         return callback
 
+    # -- adding data after the fit -------------------------------------------------
+    def partial_fit(
+        self,
+        X: InteractionsLike,
+        y: ArrayLike | None = None,
+        *,
+        refit: str = "new",
+        sample_weight: ArrayLike | sp.spmatrix | None = None,
+        user_features: Mapping[str, ArrayLike] | SideFeatures | None = None,
+        item_features: Mapping[str, ArrayLike] | SideFeatures | None = None,
+    ) -> TwoTowerModel:
+        """Add pairs to a fitted model: fold in new users and items, or refit.
+
+        Users and items never seen (ids outside ``user_ids_`` /
+        ``item_ids_``; positions beyond ``shape_`` for a model fitted on
+        positions) get rows with everything else fixed. With an embedding
+        tower, a new user's row is the exact minimizer of the all-pairs
+        objective over that row given the item embeddings (one ALS
+        half-step of the fitted loss, ``omega``, ``lam``, imputation and
+        weights; the rows decouple, so this is what the full objective asks
+        of them); new users are placed first, against the known items, then
+        new items against all users. With a tower over side features
+        (``"mlp"``, ``"hybrid"``) a new row is the tower's output on the
+        features given here; the id table of a hybrid tower starts at 0
+        for it (as :meth:`recommend_for_features` embeds a cold user).
+        Pairs of known users and items are added to the training pairs:
+        ``recommend`` excludes them from now on, and ``refit="all"`` trains
+        on them.
+
+        Parameters
+        ----------
+        X : DataFrame, tuple, scipy.sparse matrix or Interactions
+            The new (user, item) pairs, in the form ``fit`` took: ids for a
+            model fitted with ids (a DataFrame or a tuple), positions for
+            one fitted on positions.
+        y : None
+            Ignored.
+        refit : {"new", "all"}
+            ``"new"``: only the new rows are computed (milliseconds; the
+            known rows do not move). ``"all"``: then the whole model is
+            trained again on the old plus new pairs, warm-started from the
+            current towers, with the fit's solver, ``max_iter`` and ``tol``.
+        sample_weight : array-like of shape (n_pairs,) or sparse matrix, optional
+            The confidence of each new pair, as in :meth:`fit`.
+        user_features, item_features : dict of arrays or SideFeatures, optional
+            The side features of the new users / items, one row per new id in
+            code order: the sorted order of the new ids (positions: ``m,
+            m + 1, ...``), with the features and categories of the fit.
+            Needed by a tower over features when its side gains ids.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        InvalidParameterError
+            A bad ``refit``; a ``process_group``; new ids for a tower the
+            model cannot grow (a user's own module), or for an embedding
+            tower under a loss other than square with ``refit="new"``;
+            features for a side whose tower reads none.
+        DataValidationError
+            No pairs, pairs in another form than the fit's ids, features of
+            the wrong number of rows, columns or categories.
+        """
+        check_is_fitted(self, self._fitted_attr)
+        owner = f"{type(self).__name__}.partial_fit"
+        check_param(owner, "refit", refit, [Options(["new", "all"])])
+        if self.process_group is not None or getattr(self, "_training", None) is None:
+            raise InvalidParameterError(
+                f"{owner} runs in one process on a model fitted by this version "
+                "of embedopt (it keeps its training pairs); refit with fit."
+            )
+        data, new_ids = self._added_pairs(X, owner)
+        weight = _fit_weights(sample_weight, X, data, owner)
+        features = self._new_features(user_features, item_features, data, owner)
+        old = Interactions(
+            self._training["users"],
+            self._training["items"],
+            self.shape_,
+            self._training["values"],
+        )
+        self._training = _concat_pairs(self._training, data, weight)
+        self._fold_in(old, data, weight, features, refit, owner)
+        if refit == "all":
+            self._refit_all()
+        self._sort_codes(new_ids)
+        return self
+
+    def recommend_for_features(
+        self,
+        user_features: Mapping[str, ArrayLike] | SideFeatures,
+        k: int = 10,
+        *,
+        items: ArrayLike | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k items for users known only by their side features (cold start).
+
+        The user tower embeds the features (its id table, if any, at 0: no
+        interactions yet) and the items are ranked by inner product, exactly
+        as :meth:`recommend` ranks them for a known user. Needs a user tower
+        over features (``user_tower="mlp"`` or ``"hybrid"``, the default
+        ``"auto"`` with ``user_features`` at fit). Nothing is excluded: the
+        users have no history. To keep such a user, add its pairs and
+        features with :meth:`partial_fit`.
+
+        Parameters
+        ----------
+        user_features : dict of arrays or SideFeatures
+            One row per user, with the features and categories of the fit.
+        k : int
+            Items per user (at most the number of candidate items).
+        items : array-like, optional
+            Candidate items (ids as ``recommend`` takes them); default all.
+
+        Returns
+        -------
+        ids : numpy.ndarray, shape (n_users, k)
+            Item ids by decreasing score.
+        scores : numpy.ndarray of float64, shape (n_users, k)
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit``.
+        InvalidParameterError
+            A user tower that reads no features, a bad ``k``.
+        DataValidationError
+            Features of other columns or categories than the fit's, no rows.
+        """
+        check_is_fitted(self, self._fitted_attr)
+        owner = f"{type(self).__name__}.recommend_for_features"
+        check_param(owner, "k", k, [Interval(int, 1, None)])
+        rows = _rows(user_features, "user")
+        if rows == 0:
+            raise DataValidationError(f"{owner}: user_features hold no rows.")
+        features = as_side_features(user_features, rows, "user")
+        queries = feature_embeddings(self.user_tower_, features, "user", owner)
+        candidates = self._candidates(items)
+        n = self.shape_[1] if candidates is None else candidates.size
+        queries = queries.to(self._Q.dtype)
+        ids, scores = self._top_k(queries, min(k, n), None, candidates)
+        return decode_ids(ids, self.item_ids_), scores
+
+    def _added_pairs(self, X, owner: str):
+        """partial_fit's pairs in the grown code space, and the new ids."""
+        raw = self._raw_pairs(X)
+        shape = X.shape if sp.issparse(X) else (0, 0)
+        if raw is None:
+            if any(m is not None for m in self._maps()):
+                raise DataValidationError(
+                    f"{owner}: this model was fitted with ids; give the new pairs "
+                    "as a DataFrame or a tuple (users, items) of ids."
+                )
+            given = as_interactions(X)
+            rest = () if given.values is None else (given.values,)
+            raw = [given.users, given.items], rest
+        ids = (self.user_ids_, self.item_ids_)
+        codes, new_ids, grown = new_pairs(raw[0], self._maps(), ids, self.shape_, owner)
+        if codes[0].size == 0:
+            raise DataValidationError(f"{owner}: X holds no pairs.")
+        grown = tuple(max(a, b) for a, b in zip(grown, shape, strict=True))
+        _check_size(owner, grown, self.n_components, resolve_fit_context(self))
+        return as_interactions((*codes, *raw[1]), grown), new_ids
+
+    def _new_features(self, user_features, item_features, data, owner: str):
+        """The side features of the new rows of each side, checked."""
+        out = []
+        for s, side, given in ((0, "user", user_features), (1, "item", item_features)):
+            tower = (self.user_tower_, self.item_tower_)[s]
+            n_new = data.shape[s] - self.shape_[s]
+            reads = bool(encoders(tower))
+            if given is not None and not reads:
+                raise InvalidParameterError(
+                    f"{owner}: {side}_features were given but the {side} tower "
+                    f"({type(tower).__name__}) reads no side features."
+                )
+            if reads and n_new and given is None:
+                raise DataValidationError(
+                    f"{owner}: X holds {n_new} new {side}(s) and the {side} tower "
+                    f"reads side features: pass {side}_features, one row per new "
+                    f"{side} in the sorted order of their ids."
+                )
+            if given is not None and _rows(given, side) != n_new:
+                raise DataValidationError(
+                    f"{owner}: {side}_features have {_rows(given, side)} rows but X "
+                    f"holds {n_new} new {side}(s); give one row per new {side}."
+                )
+            out.append(None if given is None else as_side_features(given, n_new, side))
+        return out
+
+    def _fold_in(self, old, data, weight, features, refit: str, owner: str) -> None:
+        """Grow the towers and embeddings by the new rows (see partial_fit)."""
+        square = getattr(get_loss(self.loss), "name", None) == "square"
+        embeddings = [self._P, self._Q]
+        for s, side in enumerate(("user", "item")):
+            start, stop = old.shape[s], data.shape[s]
+            if stop == start:
+                continue
+            tower = (self.user_tower_, self.item_tower_)[s]
+            grow_tower(tower, stop - start, features[s], side, owner)
+            if solvable(tower) and not square and refit == "new":
+                raise InvalidParameterError(
+                    f"{owner}: new {side}s of an embedding tower are solved by "
+                    "least squares, which needs loss='square'; use refit='all'."
+                )
+            if solvable(tower) and square:
+                rows = self._solved_rows(s, old, data, weight, embeddings, owner)
+                with torch.no_grad():
+                    tower.weight[start:] = rows
+            with torch.no_grad():
+                ids = torch.arange(start, stop, device=embeddings[s].device)
+                embeddings[s] = torch.cat([embeddings[s], tower(ids).detach()])
+        self._set_embeddings(*embeddings)
+        self.shape_ = data.shape
+
+    def _solved_rows(self, s: int, old, data, weight, embeddings, owner: str):
+        """The ALS rows of side ``s``'s new entities against the other side's
+        current embeddings (pairs with entities not placed yet left out)."""
+        start, stop = old.shape[s], data.shape[s]
+        fixed = embeddings[1 - s]
+        mine, other = (data.users, data.items)[s], (data.items, data.users)[s]
+        keep = (mine >= start) & (other < fixed.shape[0])
+        cols = (mine[keep] - start, other[keep])
+        shape = (stop - start, fixed.shape[0])
+        if s == 1:
+            cols, shape = cols[::-1], shape[::-1]
+        values = None if data.values is None else data.values[keep]
+        counts = np.bincount((old.items, old.users)[s], minlength=fixed.shape[0])
+        options = self._objective_options(old, *old.shape)
+        w = None if weight is None else weight[keep]
+        pairs = Interactions(*cols, shape, values)
+        return solve_rows(fixed, pairs, s, options, counts, w, owner)
+
+    def _set_embeddings(self, P: torch.Tensor, Q: torch.Tensor) -> None:
+        self._P, self._Q = P, Q
+        self.user_embeddings_, self.item_embeddings_ = to_numpy(P), to_numpy(Q)
+
+    def _refit_all(self) -> None:
+        """The fit's solver on all training pairs from the current towers."""
+        t = self._training
+        data = Interactions(t["users"], t["items"], self.shape_, t["values"])
+        ctx = resolve_fit_context(self)
+        towers = (self.user_tower_, self.item_tower_)
+        options = self._objective_options(data, *self.shape_)
+        options["sample_weight"] = t["weight"]
+        objective = AllPairsObjective(*towers, data, loss=self.loss, **options)
+        settings = solver_settings(
+            self.solver_, self.max_iter, self.tol, self.solver_options
+        )
+        k, (m, n) = self.n_components, self.shape_
+        with few_threads(1, enabled=one_thread(ctx.device, m, n, k, len(data))):
+            result = SOLVERS.get(self.solver_)(
+                objective,
+                objective.initial_point(),
+                random_state=ctx.random_state,
+                verbose=self.verbose,
+                callback=self.callback,
+                **settings,
+            )
+        self._store_fit(objective, towers, result, [])
+
+    def _sort_codes(self, new_ids) -> None:
+        """Put the codes of id-mapped sides back in the sorted order of the ids,
+        and the seen pairs (``recommend``'s exclusions) in step."""
+        embeddings = [self._P, self._Q]
+        for s, side in enumerate(("user", "item")):
+            fresh = new_ids[s]
+            if fresh is None or fresh.size == 0:
+                continue
+            known = getattr(self, f"{side}_ids_")
+            ids = np.concatenate([known.astype(object), fresh.astype(object)])
+            ids = ids.astype(np.int64) if known.dtype.kind in "iu" else ids.astype(str)
+            order = np.argsort(ids, kind="stable")
+            rank = np.empty_like(order)
+            rank[order] = np.arange(order.size)
+            permute_tower((self.user_tower_, self.item_tower_)[s], order)
+            embeddings[s] = embeddings[s][torch.as_tensor(order)]
+            key = ("users", "items")[s]
+            self._training[key] = rank[self._training[key]]
+            setattr(self, f"{side}_ids_", ids[order])
+        self._set_embeddings(*embeddings)
+        t = self._training
+        self._remember_seen(Interactions(t["users"], t["items"], self.shape_))
+
     # -- the retrieval hooks (RetrievalMixin) ----------------------------------------
     _fitted_attr = "user_tower_"
 
@@ -574,6 +874,33 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         if items is None:
             return self._Q
         return self._Q[torch.as_tensor(items, device=self._Q.device)]
+
+
+def _training_pairs(data: Interactions, weight) -> dict:
+    """The training pairs a later ``partial_fit(refit="all")`` trains on."""
+    return {
+        "users": data.users,
+        "items": data.items,
+        "values": data.values,
+        "weight": weight,
+    }
+
+
+def _concat_pairs(old: dict, data: Interactions, weight) -> dict:
+    """Old plus new training pairs (ones where one part has no values/weights)."""
+    out = {
+        "users": np.concatenate([old["users"], data.users]),
+        "items": np.concatenate([old["items"], data.items]),
+    }
+    for key, new in (("values", data.values), ("weight", weight)):
+        a = old[key]
+        if a is None and new is None:
+            out[key] = None
+            continue
+        a = np.ones(old["users"].size) if a is None else a
+        b = np.ones(data.users.size) if new is None else new
+        out[key] = np.concatenate([a, b])
+    return out
 
 
 def _arrays(history) -> dict:
