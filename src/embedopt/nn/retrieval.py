@@ -476,7 +476,8 @@ class RetrievalMixin:
         ----------
         items : array-like of int (or of the ids of the fit)
         k : int
-            At most the number of items less one.
+            Capped at the number of items (a row then ends in a pad: the
+            item itself is never returned).
 
         Returns
         -------
@@ -499,7 +500,8 @@ class RetrievalMixin:
         ----------
         users : array-like of int (or of the ids of the fit)
         k : int
-            At most the number of users less one.
+            Capped at the number of users (a row then ends in a pad: the
+            user itself is never returned).
 
         Returns
         -------

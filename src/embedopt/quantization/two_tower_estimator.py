@@ -357,10 +357,11 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
         candidate items (positions among them, as ``RetrievalMixin._search``).
 
         The items' codes are those ``fit`` stored (``item_codes()`` at the
-        end of the fit), not encoded again per call. Each query asks the
-        index for ``k`` plus the most exclusions of any query, then drops
-        its own (one vectorized membership test per block of queries); -1
-        pads a row when fewer items are left. Items with the same PQ code
+        end of the fit), not encoded again per call. Queries go in blocks
+        of 512, sorted by their number of exclusions; each block asks the
+        index for ``k`` plus its most exclusions, then drops each query's
+        own (one vectorized membership test per block); -1 pads a row when
+        fewer items are left. Items with the same PQ code
         have equal scores; their order is unspecified (see Notes of the
         class).
         """
@@ -369,31 +370,32 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
             codes = self.item_codes()
         if candidates is not None:
             codes = codes[torch.as_tensor(candidates, device=codes.device)]
-        extra = (
-            int(np.diff(exclude.indptr).max(initial=0)) if exclude is not None else 0
-        )
         n, nq = codes.shape[0], queries.shape[0]
+        # queries in order of their exclusions, so that each block of 512 asks
+        # the index for k plus its own most exclusions, not the largest of all
+        count = np.zeros(nq, np.int64) if exclude is None else np.diff(exclude.indptr)
+        order = np.argsort(count, kind="stable")
         out = np.full((nq, k), -1, dtype=np.int64)
         scores = np.full((nq, k), -np.inf)
         for a in range(0, nq, 512):
+            rows = order[a : a + 512]
+            extra = int(count[rows].max(initial=0))
             s, ids = self.net_.index.search(
-                queries[a : a + 512], codes, min(k + extra, n)
+                queries[torch.as_tensor(rows, device=queries.device)],
+                codes,
+                min(k + extra, n),
             )
             s, ids = to_numpy(s).astype(np.float64), to_numpy(ids)
             keep = np.ones(ids.shape, dtype=bool)
             if exclude is not None:
-                block = exclude[a : a + ids.shape[0]]
-                rows = np.repeat(np.arange(ids.shape[0]), np.diff(block.indptr))
+                block = exclude[rows]
+                owner = np.repeat(np.arange(rows.size), np.diff(block.indptr))
                 keep = ~np.isin(
-                    np.arange(ids.shape[0])[:, None] * n + ids, rows * n + block.indices
+                    np.arange(rows.size)[:, None] * n + ids, owner * n + block.indices
                 )
             # the first k kept ones of each row, in the index's order
-            order = np.argsort(~keep, axis=1, kind="stable")[:, :k]
-            kept = np.take_along_axis(keep, order, 1)
-            out[a : a + ids.shape[0]] = np.where(
-                kept, np.take_along_axis(ids, order, 1), -1
-            )
-            scores[a : a + ids.shape[0]] = np.where(
-                kept, np.take_along_axis(s, order, 1), -np.inf
-            )
+            first = np.argsort(~keep, axis=1, kind="stable")[:, :k]
+            kept = np.take_along_axis(keep, first, 1)
+            out[rows] = np.where(kept, np.take_along_axis(ids, first, 1), -1)
+            scores[rows] = np.where(kept, np.take_along_axis(s, first, 1), -np.inf)
         return out, scores
