@@ -891,7 +891,10 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
         """The training entries (weight > 0) as the seen pairs of ``recommend``."""
         keep = np.ones(entries.nnz, bool) if weight is None else weight > 0
         self._seen = sp.csr_matrix(
-            (np.ones(int(keep.sum())), (entries.rows[keep], entries.cols[keep])),
+            (
+                np.ones(int(keep.sum()), np.int8),
+                (entries.rows[keep], entries.cols[keep]),
+            ),
             shape=entries.shape,
         )
 
