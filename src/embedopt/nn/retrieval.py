@@ -351,8 +351,8 @@ class RetrievalMixin:
 
     def _catalogue(self, items, filter_items) -> tuple[np.ndarray | None, int]:
         """The candidate items (None: all) left after ``filter_items``, and
-        the number of columns to return: ``min(k, candidates before the
-        filter)``'s bound (the filtered items pad rows, as seen ones do)."""
+        how many there were before the filter: ``recommend`` returns at most
+        that many columns (filtered items pad rows, as seen ones do)."""
         candidates = None
         n = self.shape_[1]
         if items is not None:
