@@ -218,3 +218,15 @@ def test_recommend_uses_the_stored_codes_of_the_retrieval_index():
 def test_tensor_completion_has_no_recommend():
     assert not hasattr(TensorCompletion, "recommend")
     assert "no ``recommend``" in TensorCompletion.__doc__
+
+
+def test_matrix_completion_ranks_by_the_decision_values_of_a_sign_model():
+    e, _, _ = random_entries(m=20, n=15, rank=2, frac=0.5)
+    signs = (e.rows, e.cols, np.where(e.values >= 0, 1.0, -1.0))
+    # offsets fitted inside the loss (LossCentering) are part of the scores
+    model = MatrixCompletion(
+        lam=0.5, loss="logistic", center="both", dtype="float64", random_state=0
+    ).fit(signs)
+    ids, scores = model.recommend(np.arange(20), 3)
+    value = model.decision_function(np.repeat(np.arange(20), 3), ids.ravel())
+    np.testing.assert_allclose(scores, value.reshape(ids.shape), rtol=1e-10)
