@@ -43,14 +43,19 @@ print(json.dumps(out))
 
 def scripts() -> list[Path]:
     """Every benchmark script: one folder per domain, plus the cross-domain
-    ``benchmarks/defaults.py`` and ``benchmarks/persistence.py``."""
+    ``benchmarks/defaults.py``, ``persistence.py`` and ``recommend.py``."""
     per_domain = sorted(
         p
         for d in DOMAINS
         for p in (BENCHMARKS / d).glob("*.py")
         if not p.name.startswith("_")
     )
-    return [*per_domain, BENCHMARKS / "defaults.py", BENCHMARKS / "persistence.py"]
+    return [
+        *per_domain,
+        BENCHMARKS / "defaults.py",
+        BENCHMARKS / "persistence.py",
+        BENCHMARKS / "recommend.py",
+    ]
 
 
 def environment() -> dict:
@@ -66,7 +71,7 @@ def test_layout_one_folder_per_domain():
     assert not list(BENCHMARKS.glob("*_common.py"))
     for d in DOMAINS:
         assert (BENCHMARKS / d / "README.md").is_file()
-    assert len(scripts()) == 35
+    assert len(scripts()) == 36
     # Every domain with a defaults comparison is run by benchmarks/defaults.py.
     import ast
 

@@ -1017,3 +1017,101 @@ def test_a_data_frame_round_trips_through_the_ids(id_case, tmp_path):
         for column in ids if isinstance(ids, list) else [ids]:
             assert column.dtype == np.int64
             np.testing.assert_array_equal(column, np.arange(column.size))
+
+
+# -- the one recommend surface (issue 23) -------------------------------------------
+#
+# Every recommender (nn.RetrievalMixin) answers recommend / similar_items /
+# similar_users the same way on the edges: k larger than the catalogue,
+# users whose every item is seen, filters that remove everything, unknown ids.
+
+RECOMMENDERS = ["MatrixCompletion", "TwoTowerModel", "TwoTowerRetrieval"]
+
+
+def _recommender(name):
+    import warnings
+
+    case = _BY_NAME[name]
+    args = case.fit_args()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ConvergenceWarning of the tiny fits
+        return case.make().fit(*args), args
+
+
+@pytest.mark.parametrize("name", RECOMMENDERS)
+def test_every_recommender_answers_the_edges_alike(name):
+    est, _ = _recommender(name)
+    m, n = est.shape_
+    users = np.arange(m)
+    # k larger than the catalogue: one column per item, every item once
+    ids, scores = est.recommend(users, n + 3, exclude_seen=False)
+    assert ids.shape == scores.shape == (m, n)
+    assert all(sorted(row) == list(range(n)) for row in ids)
+    # with the seen items excluded, each row pads exactly its history
+    ids, scores = est.recommend(users, n)
+    seen = est._seen_pairs()
+    np.testing.assert_array_equal((ids == -1).sum(1), np.diff(seen.indptr))
+    assert np.array_equal(np.isneginf(scores), ids == -1)
+    # a filter that removes every item: rows of pads
+    ids, scores = est.recommend(users[:2], 3, filter_items=np.arange(n))
+    assert (ids == -1).all() and np.isneginf(scores).all() and ids.shape == (2, 3)
+    # similar_*: never the id itself, k capped at the side's size
+    for method, size in ((est.similar_items, n), (est.similar_users, m)):
+        ids, scores = method(np.arange(size), size + 2)
+        assert ids.shape == (size, size)
+        assert (ids != np.arange(size)[:, None]).all()
+        assert np.array_equal(ids == -1, np.isneginf(scores))
+
+
+@pytest.mark.parametrize("name", RECOMMENDERS)
+def test_every_recommender_follows_unknown_on_each_argument(name):
+    est, _ = _recommender(name)
+    m, n = est.shape_
+    for call in (
+        lambda: est.recommend([m], 2),
+        lambda: est.recommend([0], 2, items=[n]),
+        lambda: est.recommend([0], 2, filter_items=[n]),
+        lambda: est.similar_items([n], 2),
+        lambda: est.similar_users([m], 2),
+    ):
+        with pytest.raises(DataValidationError, match="must lie in"):
+            call()
+    est.set_params(unknown="nan")
+    ids, scores = est.recommend([m, 0], 2)
+    assert (ids[0] == -1).all() and np.isnan(scores[0]).all()
+    assert np.isfinite(scores[1]).all()
+    with pytest.raises(DataValidationError, match="at least one known item"):
+        est.recommend([0], 2, items=[n])
+    np.testing.assert_array_equal(  # an unknown item to filter: nothing to do
+        est.recommend([0], 2, filter_items=[n])[0], est.recommend([0], 2)[0]
+    )
+    est.set_params(unknown="fallback")
+    for ids, scores in (
+        est.recommend([m], 2),
+        est.similar_items([n], 2),
+        est.similar_users([m], 2),
+    ):
+        assert (ids >= 0).all() and np.isfinite(scores).all()
+    ids, _ = est.recommend([m], 3, filter_items=[0, 1])
+    assert not np.isin(ids, [0, 1]).any()  # the fallback ranking is filtered too
+
+
+@pytest.mark.parametrize("name", RECOMMENDERS)
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+def test_every_recommender_answers_in_the_users_ids(name):
+    id_case = next(c for c in ID_CASES if c.name == name)
+    case = _BY_NAME[name]
+    args = case.fit_args()
+    a = case.make().fit(*args)
+    b = case.make().fit(*id_case.with_ids(args))
+    m, n = a.shape_
+    users, items = _names("u", m), _names("i", n)
+    out_a = a.recommend(np.arange(m), 3, filter_items=[1, 2])
+    out_b = b.recommend(users, 3, filter_items=items[[1, 2]])
+    np.testing.assert_array_equal(
+        np.where(out_a[0] >= 0, items[out_a[0]], ""), out_b[0]
+    )
+    np.testing.assert_array_equal(out_a[1], out_b[1])
+    sim_a, _ = a.similar_users(np.arange(m), 2)
+    sim_b, _ = b.similar_users(users, 2)
+    np.testing.assert_array_equal(np.where(sim_a >= 0, users[sim_a], ""), sim_b)

@@ -420,7 +420,7 @@ MATRIX_COMPLETION = Subject(
     fit_args=lambda: ((_MC_ROWS, _MC_COLS, _MC_VALS),),
     check_fitted=_completion_check,
     budget=_COMPLETION_BUDGET,
-    methods=_completion_methods(2),
+    methods=_completion_methods(2),  # and the retrieval surface, added below
 )
 
 _TC = make_low_rank_tensor(5, n_observed=60, random_state=0).observed
@@ -955,13 +955,18 @@ def _held_out_cases(est):
     )
 
 
-def _ranked_check(est, c, out):
-    """``(ids, scores)`` of the retrieval surface (nn.RetrievalMixin)."""
+def _ranked_check(est, c, out, side=1):
+    """``(ids, scores)`` of the retrieval surface (nn.RetrievalMixin): item ids,
+    or user ids (``side=0``, ``similar_users``)."""
     ids, scores = out
-    _ids_check(lambda e: e.shape_[1])(est, c, ids)
+    _ids_check(lambda e: e.shape_[side])(est, c, ids)
     scores = np.asarray(scores)
     assert scores.shape == np.shape(ids), (scores.shape, np.shape(ids))
     assert not np.isnan(scores).any() and np.all((scores > -np.inf) == (ids >= 0))
+
+
+def _similar_users_check(est, c, out):
+    _ranked_check(est, c, out, side=0)
 
 
 def _users_cases(est, n, k_default=3):
@@ -1035,6 +1040,9 @@ TWO_TOWER_RETRIEVAL = Subject(
     methods={
         "recommend": Method(_ttr_recommend_cases, _ranked_check),
         "similar_items": Method(lambda est: _tm_similar_cases(est), _ranked_check),
+        "similar_users": Method(
+            lambda est: _similar_users_cases(est), _similar_users_check
+        ),
         "evaluate": Method(_ttr_evaluate_cases, _metrics_check),
         "score": Method(_held_out_cases, _score_check),
         "predict": Method(
@@ -1136,11 +1144,41 @@ def _tm_recommend_cases(est):
                 relabel(b, just_above=True, scalar=False),
             )
         ),
+        bad_indices(np.arange(4), est.shape_[1]).map(  # items never returned
+            lambda b: case(
+                [np.arange(3), 2],
+                {"filter_items": b.value},
+                relabel(b, just_above=True),
+            )
+        ),
+        st.sampled_from(
+            [
+                borderline(np.arange(est.shape_[1]), "filter every item"),
+                borderline([], "filter nothing"),
+            ]
+        ).map(lambda b: case([np.arange(3), 2], {"filter_items": b.value}, b)),
     )
 
 
 def _tm_similar_cases(est):
     return _users_cases(est, est.shape_[1])
+
+
+def _similar_users_cases(est):
+    return _users_cases(est, est.shape_[0])
+
+
+#: The retrieval surface every recommender shares (nn.RetrievalMixin).
+def _surface_methods():
+    return {
+        "recommend": Method(_tm_recommend_cases, _ranked_check),
+        "similar_items": Method(_tm_similar_cases, _ranked_check),
+        "similar_users": Method(_similar_users_cases, _similar_users_check),
+    }
+
+
+# MatrixCompletion is a recommender too (defined above the two towers' cases)
+MATRIX_COMPLETION.methods.update(_surface_methods())
 
 
 def _tm_evaluate_cases(est):
@@ -1191,8 +1229,7 @@ TWO_TOWER_MODEL = Subject(
     methods={
         "predict": Method(_tm_score_cases, lambda est, c, out: check_finite(out)),
         "score": Method(_held_out_cases, _score_check),
-        "recommend": Method(_tm_recommend_cases, _ranked_check),
-        "similar_items": Method(_tm_similar_cases, _ranked_check),
+        **_surface_methods(),
         "evaluate": Method(_tm_evaluate_cases, _metrics_check),
     },
 )

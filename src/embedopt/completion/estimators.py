@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar, Literal
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from numpy.typing import ArrayLike
 
@@ -39,6 +40,7 @@ from ..data.frames import (
     public_ids,
 )
 from ..metrics import rmse
+from ..nn import RetrievalMixin
 from ..optim import IterationState
 from .binary import make_centering
 from .centering import (
@@ -467,7 +469,11 @@ class _CompletionEstimator(BaseEstimator):
         self._loss, self.shape_ = loss, entries.shape
         self._store_result(fitted.result, solver=solver)
         self._export(fitted.factors)
+        self._remember_entries(entries, weight)
         return self
+
+    def _remember_entries(self, entries: ObservedEntries, weight) -> None:
+        """Keep what later methods need of the training entries (nothing)."""
 
     def _mode_factors(self) -> list:
         raise NotImplementedError
@@ -649,12 +655,32 @@ class _CompletionEstimator(BaseEstimator):
         return self._values_at(idx).reshape(self.shape_)  # codes, not ids
 
 
-class MatrixCompletion(_CompletionEstimator):
+class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
     """Low-rank matrix completion with nuclear-norm regularization.
 
     Fits ``min_X sum_{Omega} l(X_ij, O_ij) + lambda ||X||_*`` with AIS-Impute
     (or one of its baselines), on centered values, with lambda chosen on a
     validation set by default, and post-processed singular values.
+
+    A fitted model is also a recommender, with the retrieval surface of the
+    two-tower models (:class:`~embedopt.nn.RetrievalMixin`):
+    ``recommend(users, k, *, exclude_seen, items, filter_items)`` ranks the
+    items of each user by the completed matrix, ``U diag(s) V^T`` plus the
+    centering offsets (the scores are the predicted ratings of
+    :meth:`decision_function`, up to float rounding: the item offset changes
+    the ranking, the user's offset and the mean do not but keep the scores
+    on the ratings' scale), batched over users, never the m x n matrix;
+    ``exclude_seen`` leaves out the training entries (those of ``X`` with a
+    positive weight; not ``validation``). ``similar_items`` and
+    ``similar_users`` rank by the cosine of the rows of ``V diag(s)`` (``U
+    diag(s)``): as ``U`` (``V``) has orthonormal columns, that is the cosine
+    between two columns (rows) of the centered completed matrix, the
+    adjusted-cosine similarity of item-based collaborative filtering on the
+    completed ratings. Rows of ``V`` alone would weigh a direction of
+    singular value 0.01 like the leading one, and ``V diag(s)^(1/2)`` has no
+    such reading. ``evaluate`` ranks held-out entries as relevant pairs
+    (every entry, whatever its value: pass only the liked ones to count
+    those).
 
     Parameters
     ----------
@@ -730,7 +756,13 @@ class MatrixCompletion(_CompletionEstimator):
         positions: raise a DataValidationError naming it, predict NaN, or
         predict what the model predicts for an id without data, whose factor
         row is 0: the fitted mean plus the offsets of the known ids
-        (``centering_``; 0 with ``center="none"``).
+        (``centering_``; 0 with ``center="none"``). ``recommend`` follows
+        the same rule: an unknown user gets NaN scores, or the items ranked
+        by that prediction, the mean plus the item offsets (ties, e.g. all
+        of them with ``center="none"``, by training entries per item:
+        popularity), nothing excluded; ``similar_items`` /
+        ``similar_users`` give an unknown id the items / users with the
+        most training entries.
     random_state : None, int or numpy Generator
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}
@@ -851,6 +883,55 @@ class MatrixCompletion(_CompletionEstimator):
     def _mode_ids(self) -> list:
         return [self.user_ids_, self.item_ids_]
 
+    # -- the retrieval hooks (RetrievalMixin) ----------------------------------------
+    _similarity = "cosine"
+    _pair_values = "optional"  # held-out entries may carry their values
+
+    def _remember_entries(self, entries: ObservedEntries, weight) -> None:
+        """The training entries (weight > 0) as the seen pairs of ``recommend``."""
+        keep = np.ones(entries.nnz, bool) if weight is None else weight > 0
+        self._seen = sp.csr_matrix(
+            (
+                np.ones(int(keep.sum()), np.int8),
+                (entries.rows[keep], entries.cols[keep]),
+            ),
+            shape=entries.shape,
+        )
+
+    def _offset_columns(self, side: int, codes: np.ndarray, like) -> torch.Tensor:
+        """The two columns that add the centering to an inner product: a
+        user's ``[mean + a_u, 1]``, an item's ``[1, b_i]``."""
+        cen = self.centering_
+        off = cen.offsets_[side][codes]
+        ones = np.ones(codes.size)
+        cols = [cen.mean_ + off, ones] if side == 0 else [ones, off]
+        return torch.as_tensor(np.stack(cols, 1), dtype=like.dtype, device=like.device)
+
+    def _user_vectors(self, users: np.ndarray) -> torch.Tensor:
+        U, s, _ = self.factors_
+        head = U[torch.as_tensor(users, device=U.device)] * (s * self.centering_.scale_)
+        return torch.cat([head, self._offset_columns(0, users, U)], 1)
+
+    def _item_vectors(self, items: np.ndarray | None) -> torch.Tensor:
+        _, _, V = self.factors_
+        items = np.arange(self.shape_[1]) if items is None else items
+        head = V[torch.as_tensor(items, device=V.device)]
+        return torch.cat([head, self._offset_columns(1, items, V)], 1)
+
+    def _neighbour_vectors(self, side: int, codes: np.ndarray | None) -> torch.Tensor:
+        U, s, V = self.factors_
+        W = (U, V)[side] * s
+        return W if codes is None else W[torch.as_tensor(codes, device=W.device)]
+
+    def _fallback_items(self, k: int, candidates: np.ndarray | None):
+        """Items by what ``predict`` gives an unknown user, the mean plus the
+        item offsets; ties by training entries per item, then lowest code."""
+        counts = self._counts(1)
+        codes = np.arange(counts.size) if candidates is None else candidates
+        value = self.centering_.mean_ + self.centering_.offsets_[1][codes]
+        order = np.lexsort((codes, -counts[codes], -value))[:k]
+        return codes[order], value[order]
+
 
 class TensorCompletion(_CompletionEstimator):
     """Low-rank tensor completion with the scaled latent nuclear norm.
@@ -861,6 +942,12 @@ class TensorCompletion(_CompletionEstimator):
     so no dense tensor or unfolding is ever formed. ``lambda_d = lam *
     mode_weights[d]``; lambda is chosen on a validation set by default and the
     singular values post-processed (Sec. 4.5).
+
+    Unlike :class:`MatrixCompletion` it has no ``recommend``: a tensor's
+    cells are (user, item, context...) and which mode asks, which mode is
+    ranked and what the other modes are held at is the application's
+    choice, not the model's. Score the candidate cells with :meth:`predict`
+    (O(cells x rank), no dense tensor) and take their top-k.
 
     Parameters
     ----------

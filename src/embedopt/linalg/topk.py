@@ -62,11 +62,11 @@ def top_k_inner_products(
     scores = np.full((b, k), -np.inf)
     for a in range(0, b, batch_size):
         s = queries[a : a + batch_size] @ items.T
-        if exclude is not None:
-            block = exclude[a : a + batch_size].tocoo()
-            rows = torch.as_tensor(block.row, dtype=torch.long, device=s.device)
-            cols = torch.as_tensor(block.col, dtype=torch.long, device=s.device)
-            s[rows, cols] = -torch.inf
+        if exclude is not None:  # -inf at the row slice's nonzeros, in place
+            block = exclude[a : a + batch_size]
+            rows = np.repeat(np.arange(block.shape[0]), np.diff(block.indptr))
+            flat = torch.as_tensor(rows * n + block.indices, device=s.device)
+            s.view(-1).index_fill_(0, flat, -torch.inf)
         top_s, top_i = torch.topk(s, k, dim=1)
         top_s = top_s.detach().cpu().double().numpy()
         top_i = top_i.cpu().numpy()

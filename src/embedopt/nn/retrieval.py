@@ -1,29 +1,45 @@
-"""The retrieval surface every two-tower model offers: one way to ask for items.
+"""The retrieval surface every recommender offers: one way to ask for items.
 
-:class:`RetrievalMixin` gives a fitted two-tower estimator ``recommend``,
-``similar_items``, ``evaluate``, ``predict`` (per-pair scores) and ``score``
-(one float, higher is better), all built on
+:class:`RetrievalMixin` gives a fitted recommender (the two-tower models and
+:class:`~embedopt.completion.MatrixCompletion`) ``recommend``,
+``similar_items``, ``similar_users``, ``evaluate``, ``predict`` (per-pair
+scores) and ``score`` (one float, higher is better; a model with its own
+``predict`` / ``score`` lists the mixin after its base class), all built on
 :func:`~embedopt.linalg.top_k_inner_products` (exact batched top-k with
-exclusions, never an m x n score matrix). A model supplies its embeddings
-through three hooks and may replace the search itself:
+exclusions: chunks of queries x all candidate items, seen items masked per
+chunk from CSR row slices, never an m x n score matrix). A model supplies
+its vectors through these hooks and may replace the search itself:
 
-=========================  ==============================================
-``_user_vectors(users)``   (len(users), k) tensor of query embeddings
-``_item_vectors(items)``   (len(items), k) tensor of item embeddings
-``_seen_pairs()``          CSR (n_users x n_items) of the training pairs
-                           (default: what ``_remember_seen(data)``
-                           stored at fit)
-``_search(...)``           top-k positions among the candidate items, and
-                           scores, of query vectors (default: exact inner
-                           products; an index, e.g. the PQ layer of
-                           :mod:`embedopt.quantization`, overrides it)
-=========================  ==============================================
+===============================  ==========================================
+``_user_vectors(users)``         (len(users), d) tensor of query vectors
+``_item_vectors(items)``         (len(items), d) tensor of item vectors
+                                 (``items`` None: every item); a score is
+                                 the inner product of the two
+``_seen_pairs()``                CSR (n_users x n_items) of the training
+                                 pairs (default: what
+                                 ``_remember_seen(data)`` stored at fit)
+``_search(...)``                 top-k positions among the candidate
+                                 items, and scores, of query vectors
+                                 (default: exact inner products; an index,
+                                 e.g. the PQ layer of
+                                 :mod:`embedopt.quantization`, overrides it)
+``_neighbour_vectors(side, c)``  vectors that rank ``similar_users`` (side
+                                 0) and ``similar_items`` (side 1);
+                                 default the query / item vectors
+``_fallback_items(k, cands)``    the ranking an unknown user gets with
+                                 ``unknown="fallback"`` (default: the
+                                 popularity ranking)
+===============================  ==========================================
 
-and the attribute ``shape_ = (n_users, n_items)``. Every search goes
-through :meth:`RetrievalMixin._top_k`, which restricts the exclusions (a
-sparse queries x items matrix) to the optional candidate items, calls
-``_search`` and maps its positions back to item ids, so later additions
-(item filters, id maps, approximate indexes) have one place to plug in.
+the attribute ``shape_ = (n_users, n_items)``, and the class attribute
+``_similarity``: ``"inner"`` (neighbours by inner product; ``similar_items``
+goes through ``_search``, so an index serves it) or ``"cosine"`` (both
+``similar_*`` by the cosine of ``_neighbour_vectors``, exactly).
+Every item search goes through :meth:`RetrievalMixin._top_k`, which
+restricts the exclusions (a sparse queries x items matrix) to the optional
+candidate items, calls ``_search`` and maps its positions back to item
+codes, so later additions (approximate indexes) have one place to plug in;
+item filters (``items=``, ``filter_items=``) reach it as the candidates.
 """
 
 from __future__ import annotations
@@ -118,10 +134,11 @@ def _self_pairs(items: np.ndarray, n_items: int) -> sp.csr_matrix:
 
 
 class RetrievalMixin:
-    """``recommend``, ``similar_items``, ``evaluate``, ``predict``, ``score``.
+    """``recommend``, ``similar_items``, ``similar_users``, ``evaluate``,
+    ``predict``, ``score``.
 
-    Mixed into a fitted two-tower estimator that sets ``shape_`` and
-    implements ``_user_vectors`` and ``_item_vectors`` and calls
+    Mixed into a fitted recommender that sets ``shape_`` and implements
+    ``_user_vectors`` and ``_item_vectors`` and calls
     ``_remember_seen(data)`` in ``fit`` (or overrides ``_seen_pairs``; see
     the module docstring); ``_search`` may be overridden by a model that
     searches an index instead of exact inner products. ``score`` reports
@@ -129,17 +146,24 @@ class RetrievalMixin:
 
     A model whose ``fit`` passes its pairs through ``_map_pairs`` (a
     DataFrame, string ids) keeps ``user_ids_`` and ``item_ids_``; every
-    method then takes the user's ids and ``recommend`` / ``similar_items``
-    return item ids (pads: -1 for integer ids, ``""`` for strings, where the
-    score is -inf). An unknown id follows the model's ``unknown`` parameter
-    ("raise" when it has none): an error, NaN scores, or ``"fallback"``: the
-    popularity ranking of the training items (their counts as scores,
-    nothing excluded) and, in ``predict``, the mean embedding of the side
-    whose id is unknown.
+    method then takes the user's ids and ``recommend`` / ``similar_items`` /
+    ``similar_users`` return ids in the same id space (pads: -1 for integer
+    ids, ``""`` for strings, where the score is -inf). An unknown id follows
+    the model's ``unknown`` parameter ("raise" when it has none): an error,
+    NaN scores, or ``"fallback"``: in ``recommend`` the model's ranking for
+    a user without data (``_fallback_items``; the two towers: the
+    popularity ranking of the training items, their counts as scores,
+    nothing excluded), in ``similar_items`` / ``similar_users`` the items /
+    users with the most training pairs, and, in ``predict``, the mean
+    embedding of the side whose id is unknown.
     """
 
     #: The attribute whose presence marks a fitted model.
     _fitted_attr = "shape_"
+    #: How ``similar_items`` / ``similar_users`` rank: "inner" or "cosine".
+    _similarity = "inner"
+    #: A frame's value column in held-out pairs: "refuse" or "optional".
+    _pair_values = "refuse"
 
     # -- hooks ---------------------------------------------------------------------
     def _user_vectors(self, users: np.ndarray) -> torch.Tensor:
@@ -147,6 +171,14 @@ class RetrievalMixin:
 
     def _item_vectors(self, items: np.ndarray | None) -> torch.Tensor:
         raise NotImplementedError
+
+    def _neighbour_vectors(self, side: int, codes: np.ndarray | None) -> torch.Tensor:
+        """Vectors of users (side 0) or items (side 1) whose inner products
+        (cosines with ``_similarity = "cosine"``) rank their neighbours;
+        ``codes`` None: all of that side."""
+        if codes is None:
+            codes = np.arange(self.shape_[side])
+        return (self._user_vectors, self._item_vectors)[side](codes)
 
     def _seen_pairs(self) -> sp.csr_matrix:
         return self._seen
@@ -172,18 +204,18 @@ class RetrievalMixin:
 
         Parameters
         ----------
-        queries : torch.Tensor, shape (b, k)
+        queries : torch.Tensor, shape (b, d)
         k : int
             At most the number of candidates.
         exclude : scipy.sparse.csr_matrix, shape (b, n_items), optional
             Nonzeros of row q are items never returned for query q.
         candidates : numpy.ndarray of int64, optional
-            The items to rank (unique); None ranks every item.
+            The items to rank (unique, sorted); None ranks every item.
 
         Returns
         -------
         ids, scores : numpy.ndarray, shape (b, k)
-            Item ids (-1 pads) and their scores (-inf pads).
+            Item codes (-1 pads) and their scores (-inf pads).
         """
         if candidates is not None and exclude is not None:
             exclude = exclude[:, candidates]
@@ -203,10 +235,31 @@ class RetrievalMixin:
 
         The hook an index overrides. Arguments as in :meth:`_top_k`, except
         that ``exclude`` has one column per candidate and the returned ids
-        are positions among the candidates (-1 pads), not item ids.
+        are positions among the candidates (-1 pads), not item codes.
         """
         vectors = self._item_vectors(candidates)
         return top_k_inner_products(queries, vectors, k, exclude=exclude)
+
+    def _fallback_items(
+        self, k: int, candidates: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The top ``k`` candidate items (codes) and scores of a user the model
+        does not know (``unknown="fallback"``): by default the popularity
+        ranking (training pairs per item as scores, ties by lowest code)."""
+        return self._popular(k, candidates, 1)
+
+    def _counts(self, side: int) -> np.ndarray:
+        """Training pairs per user (side 0) or per item (side 1)."""
+        seen = self._seen_pairs()
+        return np.asarray(seen.sum(axis=1 - side), dtype=np.float64).ravel()
+
+    def _popular(self, k: int, candidates: np.ndarray | None, side: int = 1):
+        """The ``k`` candidates (None: every user / item of ``side``) with the
+        most training pairs (ties: lowest code first), and their counts."""
+        counts = self._counts(side)
+        codes = np.arange(counts.size) if candidates is None else candidates
+        order = np.argsort(-counts[codes], kind="stable")[:k]
+        return codes[order], counts[codes][order]
 
     # -- ids -------------------------------------------------------------------------
     def _map_pairs(self, X, shape=None):
@@ -237,7 +290,7 @@ class RetrievalMixin:
         """``([users, items], rest)`` of a frame or a tuple; None otherwise."""
         if is_frame(X):
             columns, _ = frame_columns(
-                X, ("user", "item"), owner=type(self).__name__, values="refuse"
+                X, ("user", "item"), owner=self._name, values=self._pair_values
             )
             return columns, ()
         if isinstance(X, tuple) and len(X) in (2, 3):
@@ -290,42 +343,52 @@ class RetrievalMixin:
             )
         return np.where(arr >= limit, -1, arr)
 
-    def _candidates(self, items) -> np.ndarray | None:
-        if items is None:
-            return None
-        arr = np.unique(self._ids(items, 1, "items"))
-        # unknown candidates (unknown="nan" / "fallback") rank nowhere
-        arr = arr[arr >= 0]
-        if arr.size == 0:
-            raise DataValidationError("items must name at least one known item.")
-        return arr
+    def _item_set(self, items, name: str) -> np.ndarray:
+        """Sorted unique codes of known items; unknown ones (``unknown`` not
+        "raise") are dropped: they can be neither ranked nor returned."""
+        arr = np.unique(self._ids(items, 1, name))
+        return arr[arr >= 0]
 
-    def _popular(self, k: int, candidates: np.ndarray | None):
-        """The ``k`` candidate items with the most training pairs (ties: lowest
-        code first), and their counts: the fallback ranking."""
-        counts = np.asarray(self._seen_pairs().sum(axis=0), dtype=np.float64).ravel()
-        items = np.arange(counts.size) if candidates is None else candidates
-        order = np.argsort(-counts[items], kind="stable")[:k]
-        return items[order], counts[items][order]
+    def _catalogue(self, items, filter_items) -> tuple[np.ndarray | None, int]:
+        """The candidate items (None: all) left after ``filter_items``, and
+        how many there were before the filter: ``recommend`` returns at most
+        that many columns (filtered items pad rows, as seen ones do)."""
+        candidates = None
+        n = self.shape_[1]
+        if items is not None:
+            candidates = self._item_set(items, "items")
+            if candidates.size == 0:
+                raise DataValidationError("items must name at least one known item.")
+            n = candidates.size
+        if filter_items is not None:
+            banned = self._item_set(filter_items, "filter_items")
+            if banned.size:
+                pool = np.arange(self.shape_[1]) if candidates is None else candidates
+                candidates = pool[~np.isin(pool, banned, assume_unique=True)]
+        return candidates, n
 
-    def _rank(self, u: np.ndarray, k, exclude, candidates, vectors):
-        """Top-k of the known queries (``u >= 0``); the rest as ``unknown``
-        says: NaN scores and -1 ids, or the popularity ranking (nothing
-        excluded)."""
+    def _rank(self, u, k, exclude, search, fallback):
+        """Top-k of the known queries (``u >= 0``) by ``search(codes,
+        exclude)``; the rest as ``unknown`` says: NaN scores and -1 ids, or
+        ``fallback(k)`` (nothing excluded). ``k`` columns; the search may
+        return fewer (-1 / -inf pad them)."""
         known = u >= 0
-        if known.all():
-            return self._top_k(vectors(u), k, exclude, candidates)
         ids = np.full((u.size, k), -1, dtype=np.int64)
         scores = np.full((u.size, k), -np.inf)
         if known.any():
-            sub = None if exclude is None else exclude[np.flatnonzero(known)]
-            ids[known], scores[known] = self._top_k(
-                vectors(u[known]), k, sub, candidates
-            )
+            sub = exclude
+            if exclude is not None and not known.all():
+                sub = exclude[np.flatnonzero(known)]
+            found, found_scores = search(u[known], sub)
+            ids[known, : found.shape[1]] = found
+            scores[known, : found.shape[1]] = found_scores
+        if known.all():
+            return ids, scores
         if self._unknown == "nan":
             scores[~known] = np.nan
         else:
-            ids[~known], scores[~known] = self._popular(k, candidates)
+            top, top_scores = fallback(k)
+            ids[~known, : top.size], scores[~known, : top.size] = top, top_scores
         return ids, scores
 
     # -- the surface ---------------------------------------------------------------
@@ -336,70 +399,147 @@ class RetrievalMixin:
         *,
         exclude_seen: bool = True,
         items: ArrayLike | None = None,
+        filter_items: ArrayLike | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k items of each user by predicted score.
 
+        Batched: chunks of users are scored against every candidate item
+        and reduced with a top-k, so memory is one chunk's scores, never a
+        users x items matrix.
+
         Parameters
         ----------
-        users : array-like of int
+        users : array-like of int (or of the ids of the fit)
         k : int
-            Items per user (at most the number of candidate items).
+            Items per user (at most the number of candidate items: ``k``
+            larger than the catalogue or than ``items`` returns that many
+            columns).
         exclude_seen : bool
             Never recommend a training pair.
-        items : array-like of int, optional
+        items : array-like, optional
             Candidate items (e.g. those in stock; order and repeats do not
-            matter); default every item.
+            matter); default every item. Unknown ones are an error or, with
+            ``unknown`` "nan" / "fallback", ignored; none known is an error.
+        filter_items : array-like, optional
+            Items never to return to anyone (e.g. sold out), in the same ids;
+            like seen items they leave -1 pads where they empty a row, so a
+            filter that removes every candidate gives rows of pads. Unknown
+            ones are an error or, with ``unknown`` "nan" / "fallback",
+            ignored.
 
         Returns
         -------
-        ids : numpy.ndarray of int64, shape (len(users), k)
-            Item ids by decreasing score; -1 pads rows that run out of items.
+        ids : numpy.ndarray of int64 (or of the item ids), shape (len(users), k)
+            Item ids by decreasing score; -1 (``""`` for string ids) pads
+            rows that run out of items.
         scores : numpy.ndarray of float64, shape (len(users), k)
-            Their scores (-inf where ``ids`` is -1).
+            Their scores (-inf where ``ids`` pads).
         """
         check_is_fitted(self, self._fitted_attr)
         owner = f"{type(self).__name__}.recommend"
         _check_k(k, owner)
         check_param(owner, "exclude_seen", exclude_seen, ["boolean"])
         u = self._ids(users, 0, "users")
-        candidates = self._candidates(items)
-        ids, scores = self._recommend_codes(u, k, exclude_seen, candidates)
+        candidates, n = self._catalogue(items, filter_items)
+        ids, scores = self._recommend_codes(u, min(int(k), n), exclude_seen, candidates)
         return decode_ids(ids, getattr(self, "item_ids_", None)), scores
 
     def _recommend_codes(self, u, k, exclude_seen, candidates):
-        """``recommend`` on user codes (-1: unknown), returning item codes."""
+        """``recommend`` on user codes (-1: unknown), returning ``k`` columns of
+        item codes (``k`` at most the candidates before any filter)."""
         n = self.shape_[1] if candidates is None else candidates.size
         exclude = self._seen_pairs()[np.maximum(u, 0)] if exclude_seen else None
-        return self._rank(u, min(int(k), n), exclude, candidates, self._user_vectors)
+
+        def search(codes, sub):
+            if n == 0:  # a filter removed every candidate
+                return np.empty((codes.size, 0), np.int64), np.empty((codes.size, 0))
+            return self._top_k(self._user_vectors(codes), min(k, n), sub, candidates)
+
+        def fallback(kk):
+            if n == 0:
+                return np.empty(0, np.int64), np.empty(0)
+            return self._fallback_items(min(kk, n), candidates)
+
+        return self._rank(u, int(k), exclude, search, fallback)
 
     def similar_items(
         self, items: ArrayLike, k: int = 10
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The k items whose embeddings score highest against each item's.
+        """The k items most similar to each item.
+
+        Similar by the model's item vectors (see the model's docstring:
+        the two towers rank by inner product of item embeddings, through
+        the model's search; :class:`~embedopt.completion.MatrixCompletion`
+        by cosine).
 
         Parameters
         ----------
-        items : array-like of int
+        items : array-like of int (or of the ids of the fit)
         k : int
+            Capped at the number of items (a row then ends in a pad: the
+            item itself is never returned).
 
         Returns
         -------
-        ids : numpy.ndarray of int64, shape (len(items), k)
-            The item itself is excluded; -1 pads.
+        ids : numpy.ndarray of int64 (or of the item ids), shape (len(items), k)
+            The item itself is excluded; -1 (``""``) pads.
         scores : numpy.ndarray of float64, shape (len(items), k)
         """
+        return self._similar(items, k, 1, "similar_items")
+
+    def similar_users(
+        self, users: ArrayLike, k: int = 10
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The k users most similar to each user.
+
+        Similar by the model's user (query) vectors, exactly: inner products
+        for the two towers, cosine for
+        :class:`~embedopt.completion.MatrixCompletion`.
+
+        Parameters
+        ----------
+        users : array-like of int (or of the ids of the fit)
+        k : int
+            Capped at the number of users (a row then ends in a pad: the
+            user itself is never returned).
+
+        Returns
+        -------
+        ids : numpy.ndarray of int64 (or of the user ids), shape (len(users), k)
+            The user itself is excluded; -1 (``""``) pads.
+        scores : numpy.ndarray of float64, shape (len(users), k)
+        """
+        return self._similar(users, k, 0, "similar_users")
+
+    def _similar(self, given, k, side: int, method: str):
+        """``similar_items`` (side 1) / ``similar_users`` (side 0)."""
         check_is_fitted(self, self._fitted_attr)
-        _check_k(k, f"{type(self).__name__}.similar_items")
-        i = self._ids(items, 1, "items")
-        n = self.shape_[1]
+        _check_k(k, f"{type(self).__name__}.{method}")
+        name = ("users", "items")[side]
+        codes = self._ids(given, side, name)
+        n = self.shape_[side]
+        k = min(int(k), n)
+        exclude = _self_pairs(np.maximum(codes, 0), n)
+        cosine = self._similarity == "cosine"
+
+        def queries(c):
+            v = self._neighbour_vectors(side, c)
+            return torch.nn.functional.normalize(v, dim=1) if cosine else v
+
+        if side == 1 and not cosine:  # through the model's item search (index)
+
+            def search(c, sub):
+                return self._top_k(queries(c), k, sub, None)
+        else:
+            keys = queries(None)
+
+            def search(c, sub):
+                return top_k_inner_products(queries(c), keys, k, exclude=sub)
+
         ids, scores = self._rank(
-            i,
-            min(int(k), n),
-            _self_pairs(np.maximum(i, 0), n),
-            None,
-            self._item_vectors,
+            codes, k, exclude, search, lambda kk: self._popular(kk, None, side)
         )
-        return decode_ids(ids, getattr(self, "item_ids_", None)), scores
+        return decode_ids(ids, getattr(self, f"{name[:-1]}_ids_", None)), scores
 
     def evaluate(
         self,
@@ -429,7 +569,9 @@ class RetrievalMixin:
         check_param(owner, "exclude_seen", exclude_seen, ["boolean"])
         users, relevant = pairs_by_user(self._held_out(test))
         u = np.where(users < self.shape_[0], users, -1)
-        ids, _ = self._recommend_codes(u, k, exclude_seen, None)
+        ids, _ = self._recommend_codes(
+            u, min(int(k), self.shape_[1]), exclude_seen, None
+        )
         return {**ranking_metrics(ids, relevant, k), "n_users": int(users.size)}
 
     def _held_out(self, test) -> Interactions:

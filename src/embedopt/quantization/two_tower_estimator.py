@@ -304,6 +304,7 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
         self.warm_start_distortion_ = self.warm_state_["distortion"]
         self.warmup_history_ = self.warm_state_["warmup_history"]
         self._remember_seen(data)
+        self._item_codes = self._compact(self.item_codes())
         self._store_result(res, solver=INDEX_ROTATIONS.resolve_name(self.rotation))
         return self
 
@@ -346,37 +347,55 @@ class TwoTowerRetrieval(RetrievalMixin, BaseEstimator):
             items = np.arange(self.shape_[1])
         return net.items(torch.as_tensor(items, device=net.device))
 
+    def _compact(self, codes: torch.Tensor) -> torch.Tensor:
+        """Codes in the smallest integer dtype that holds ``n_centroids``."""
+        return codes.to(torch.uint8 if self.n_centroids <= 256 else torch.int32)
+
     @torch.no_grad()
     def _search(self, queries, k, exclude, candidates):
         """Inner-product ADC search of the queries among the PQ codes of the
         candidate items (positions among them, as ``RetrievalMixin._search``).
 
-        Each query asks the index for ``k`` plus the most exclusions of any
-        query, then drops its own; -1 pads a row when fewer items are left.
-        Items with the same PQ code have equal scores; their order is
-        unspecified (see Notes of the class).
+        The items' codes are those ``fit`` stored (``item_codes()`` at the
+        end of the fit), not encoded again per call. Queries go in blocks
+        of 512, sorted by their number of exclusions; each block asks the
+        index for ``k`` plus its most exclusions, then drops each query's
+        own (one vectorized membership test per block); -1 pads a row when
+        fewer items are left. Items with the same PQ code
+        have equal scores; their order is unspecified (see Notes of the
+        class).
         """
-        codes = self.item_codes()
+        codes = getattr(self, "_item_codes", None)
+        if codes is None:  # a model saved before the codes were kept
+            codes = self.item_codes()
         if candidates is not None:
             codes = codes[torch.as_tensor(candidates, device=codes.device)]
-        extra = (
-            int(np.diff(exclude.indptr).max(initial=0)) if exclude is not None else 0
-        )
-        out = np.full((queries.shape[0], k), -1, dtype=np.int64)
-        scores = np.full((queries.shape[0], k), -np.inf)
-        for a in range(0, queries.shape[0], 512):
+        n, nq = codes.shape[0], queries.shape[0]
+        # queries in order of their exclusions, so that each block of 512 asks
+        # the index for k plus its own most exclusions, not the largest of all
+        count = np.zeros(nq, np.int64) if exclude is None else np.diff(exclude.indptr)
+        order = np.argsort(count, kind="stable")
+        out = np.full((nq, k), -1, dtype=np.int64)
+        scores = np.full((nq, k), -np.inf)
+        for a in range(0, nq, 512):
+            rows = order[a : a + 512]
+            extra = int(count[rows].max(initial=0))
             s, ids = self.net_.index.search(
-                queries[a : a + 512], codes, min(k + extra, codes.shape[0])
+                queries[torch.as_tensor(rows, device=queries.device)],
+                codes,
+                min(k + extra, n),
             )
             s, ids = to_numpy(s).astype(np.float64), to_numpy(ids)
-            for r in range(ids.shape[0]):
-                keep = np.ones(ids.shape[1], dtype=bool)
-                if exclude is not None:
-                    row = exclude.indices[
-                        exclude.indptr[a + r] : exclude.indptr[a + r + 1]
-                    ]
-                    keep = ~np.isin(ids[r], row)
-                taken = min(k, int(keep.sum()))
-                out[a + r, :taken] = ids[r][keep][:k]
-                scores[a + r, :taken] = s[r][keep][:k]
+            keep = np.ones(ids.shape, dtype=bool)
+            if exclude is not None:
+                block = exclude[rows]
+                owner = np.repeat(np.arange(rows.size), np.diff(block.indptr))
+                keep = ~np.isin(
+                    np.arange(rows.size)[:, None] * n + ids, owner * n + block.indices
+                )
+            # the first k kept ones of each row, in the index's order
+            first = np.argsort(~keep, axis=1, kind="stable")[:, :k]
+            kept = np.take_along_axis(keep, first, 1)
+            out[rows] = np.where(kept, np.take_along_axis(ids, first, 1), -1)
+            scores[rows] = np.where(kept, np.take_along_axis(s, first, 1), -np.inf)
         return out, scores
