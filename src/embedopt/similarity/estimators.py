@@ -713,8 +713,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
             raise DataValidationError(f"{owner}: user_features hold no rows.")
         features = as_side_features(user_features, rows, "user")
         queries = feature_embeddings(self.user_tower_, features, "user", owner)
-        candidates = self._candidates(items)
-        n = self.shape_[1] if candidates is None else candidates.size
+        candidates, n = self._catalogue(items, None)
         queries = queries.to(self._Q.dtype)
         ids, scores = self._top_k(queries, min(k, n), None, candidates)
         return decode_ids(ids, self.item_ids_), scores
