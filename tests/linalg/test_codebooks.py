@@ -25,6 +25,6 @@ def test_adc_search_equals_the_naive_scan_on_reconstructions():
         ("l2", torch.cdist(Q, recon) ** 2, False),
     ):
         s, i = cb.adc_search(Q, codes, C, 5, metric=metric, db_batch=64)
-        ref_s, ref_i = torch.topk(naive, 5, dim=1, largest=largest)
-        torch.testing.assert_close(s, ref_s)
-        assert torch.equal(i, ref_i)
+        ref_s = torch.topk(naive, 5, dim=1, largest=largest).values
+        torch.testing.assert_close(s, ref_s)  # items may share a code: ties
+        torch.testing.assert_close(torch.gather(naive, 1, i), s)
