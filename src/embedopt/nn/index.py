@@ -93,14 +93,17 @@ def _opq(
     Y: torch.Tensor, M: int, K: int, n_iter: int, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """OPQ's alternation on the rows of ``Y``: returns (R, codebooks)."""
+    # At most 64 K residuals (faiss asks for 39 K): the k-means of M
+    # subspaces of tiny dimension is bound by memory traffic, not flops.
+    Y = Y[: 64 * K]
     R = _haar_rotation(Y.shape[1], generator).to(Y)
     Ys = split(Y @ R, M)
     codebooks = random_init(Ys, K, generator)
-    for _ in range(n_iter):
+    for _ in range(n_iter // 2):
         codebooks, codes, _, _ = lloyd(Ys, codebooks, 1)
         R = procrustes(Y, decode(codes, codebooks)).to(Y)
         Ys = split(Y @ R, M)
-    codebooks, _, _, _ = lloyd(Ys, codebooks, max(n_iter, 1))
+    codebooks, _, _, _ = lloyd(Ys, codebooks, max(n_iter - n_iter // 2, 1))
     return R, codebooks
 
 
@@ -151,8 +154,9 @@ class ItemIndex:
         Candidates per query (the best ADC estimates) scored exactly before
         the top k is taken; at least k are always re-ranked.
     n_iter : int
-        Lloyd iterations of the coarse k-means, and OPQ rounds (one Lloyd
-        iteration, then the Procrustes rotation) of the residual quantizer.
+        Lloyd iterations of the coarse k-means and of the residual quantizer:
+        ``n_iter // 2`` OPQ rounds (one Lloyd iteration, then the Procrustes
+        rotation), then the rest with the rotation fixed.
     train_size : int
         Items sampled (without replacement) to train the lists, the rotation
         and the codebooks; every item is then encoded.
