@@ -2,12 +2,14 @@
 
 Towers (plain ``torch.nn.Module`` s mapping ids to k-dimensional embeddings:
 id embedding tables, MLPs over side features, and their combinations), pair
-scores, retrieval losses over in-batch negatives, and the retrieval surface
-(``recommend``, ``similar_items``, ``evaluate``) of every two-tower model.
+scores, retrieval losses over in-batch negatives, the retrieval surface
+(``recommend``, ``similar_items``, ``evaluate``) of every two-tower model, and
+the approximate item index (IVF-PQ with an exact re-rank) recommenders search.
 The trainable index of :mod:`embedopt.quantization` and the all-pairs
 similarity learning of ``embedopt.similarity`` build their models from them.
 """
 
+from .index import ItemIndex
 from .losses import (
     RETRIEVAL_LOSSES,
     cosine_scores,
@@ -34,6 +36,7 @@ __all__ = [
     "TOWERS",
     "ConcatTower",
     "EmbeddingTower",
+    "ItemIndex",
     "MLPTower",
     "RetrievalMixin",
     "SideFeatureEncoder",
