@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from .._core import ConvergenceWarning
-from ..linalg import sparse_normal_equations
+from ..linalg import psd_solve
 from ..optim import lbfgs
 from .losses import Loss, SquareLoss
 
@@ -79,18 +79,61 @@ def solve_rows(
     w = np.ones(rows.size) if weight is None else np.asarray(weight, np.float64)
     order = np.argsort(rows, kind="stable")
     rows, cols, y, w = rows[order], cols[order], values[order], w[order]
+    # only the rows of B that the entries touch: the solve costs O(nnz k^2),
+    # not O(n k^2) for a few new users among many items
+    used, cols = np.unique(cols, return_inverse=True)
+    B = B[torch.as_tensor(used, device=dev)]
     if isinstance(loss, SquareLoss):
-        crow = np.searchsorted(rows, np.arange(n_rows + 1))
-        return sparse_normal_equations(
-            torch.as_tensor(crow, device=dev),
-            torch.as_tensor(cols, device=dev),
-            torch.as_tensor(w, device=dev),
-            torch.as_tensor(w * y, device=dev),
-            B,
-            ridge=lam,
-            what="fold-in",
-        )
-    return _solve_rows_lbfgs(rows, cols, y, w, B, n_rows, lam, loss)
+        return _ridge_rows(rows, cols.reshape(-1), y, w, B, n_rows, lam)
+    return _solve_rows_lbfgs(rows, cols.reshape(-1), y, w, B, n_rows, lam, loss)
+
+
+#: Elements of the padded (rows, entries, k) blocks of one batch of solves.
+_BLOCK_ELEMENTS = 1 << 22
+
+
+def _ridge_rows(rows, cols, y, w, B, n_rows, lam) -> torch.Tensor:
+    """(1) for the square loss: ``(B_J^T W B_J + lam I) a = B_J^T W y`` per row.
+
+    The rows are taken in the order of their number of entries, and each
+    batch of rows is padded to its longest row's entries (weight 0) and
+    solved with one batched Cholesky: O(nnz k^2) with little padding.
+    """
+    dev, k = B.device, B.shape[1]
+    counts = np.bincount(rows, minlength=n_rows)
+    perm = np.argsort(counts, kind="stable")  # rows by number of entries
+    rank = np.empty_like(perm)
+    rank[perm] = np.arange(n_rows)
+    order = np.argsort(rank[rows], kind="stable")
+    rows, cols, y, w = rank[rows][order], cols[order], y[order], w[order]
+    counts = counts[perm]
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    out = torch.zeros((n_rows, k), dtype=torch.float64, device=dev)
+    root = torch.as_tensor(np.sqrt(w), dtype=torch.float64, device=dev)
+    wy = torch.as_tensor(np.sqrt(w) * y, dtype=torch.float64, device=dev)
+    cols_t = torch.as_tensor(cols, device=dev)
+    eye = lam * torch.eye(k, dtype=torch.float64, device=dev)
+    a = 0
+    while a < n_rows:
+        longest, b = max(int(counts[a]), 1), a + 1
+        while (
+            b < n_rows and (b - a + 1) * max(longest, counts[b]) * k <= _BLOCK_ELEMENTS
+        ):
+            longest, b = max(longest, int(counts[b])), b + 1
+        # position of each entry of rows a..b-1 in the padded block
+        e0, e1 = starts[a], starts[b]
+        local = rows[e0:e1] - a
+        slot = np.arange(e0, e1) - starts[rows[e0:e1]]
+        P = torch.zeros((b - a, longest, k), dtype=torch.float64, device=dev)
+        t = torch.zeros((b - a, longest), dtype=torch.float64, device=dev)
+        li, si = torch.as_tensor(local, device=dev), torch.as_tensor(slot, device=dev)
+        P[li, si] = B[cols_t[e0:e1]] * root[e0:e1, None]
+        t[li, si] = wy[e0:e1]
+        G = P.transpose(1, 2) @ P + eye
+        rhs = (P.transpose(1, 2) @ t[:, :, None])[:, :, 0]
+        out[a:b] = psd_solve(G, rhs, "fold-in")
+        a = b
+    return out[torch.as_tensor(rank, device=dev)]
 
 
 def _solve_rows_lbfgs(rows, cols, y, w, B, n_rows, lam, loss) -> torch.Tensor:
@@ -111,7 +154,7 @@ def _solve_rows_lbfgs(rows, cols, y, w, B, n_rows, lam, loss) -> torch.Tensor:
     A0 = torch.zeros((n_rows, B.shape[1]), dtype=torch.float64, device=dev)
     with warnings.catch_warnings():  # a best effort: the last iterate is kept
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return lbfgs(fun, A0, max_iter=500, tol=1e-10, owner="fold-in").x
+        return lbfgs(fun, A0, max_iter=500, tol=1e-14, owner="fold-in").x
 
 
 def fold_in_factors(
@@ -156,13 +199,19 @@ def fold_in_factors(
     inv = torch.where(root > 0, 1 / root.clamp(min=1e-300), torch.zeros_like(root))
     sides = [U.to(torch.float64) * root, V.to(torch.float64) * root]
     touch = [new[d][indices[:, d]] for d in (0, 1)]
-    both = bool((touch[0] & touch[1]).any())
-    for _ in range(n_sweeps if both else 1):
+    both = touch[0] & touch[1]
+    # after the first pass, only the rows (columns) with entries at new
+    # columns (rows) change: the rest depend on known factors only
+    linked = [
+        np.bincount(indices[both, d], minlength=n.size) > 0 for d, n in enumerate(new)
+    ]
+    for sweep in range(n_sweeps if both.any() else 1):
         for d in (0, 1):
-            if not new[d].any():
+            solve = new[d] if sweep == 0 else linked[d]
+            if not solve.any():
                 continue
-            keep = touch[d]
-            who = np.flatnonzero(new[d])
+            keep = solve[indices[:, d]]
+            who = np.flatnonzero(solve)
             local = np.searchsorted(who, indices[keep, d])
             sides[d][torch.as_tensor(who)] = solve_rows(
                 local,
@@ -225,11 +274,24 @@ def grown_factors(
     return out
 
 
-def as_svd(U: torch.Tensor, s: torch.Tensor, V: torch.Tensor):
+def as_svd(
+    U: torch.Tensor, s: torch.Tensor, V: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``U diag(s) V^T`` as a thin SVD again (after rows were added to U, V).
 
     The solvers' warm starts read the nuclear norm as ``sum(s)``, which
     needs orthonormal columns: QR of both sides and an SVD of the small core.
+
+    Parameters
+    ----------
+    U : torch.Tensor, shape (m, k)
+    s : torch.Tensor, shape (k,)
+    V : torch.Tensor, shape (n, k)
+
+    Returns
+    -------
+    U, s, V : torch.Tensor
+        Orthonormal columns, decreasing positive ``s``, in ``U``'s dtype.
     """
     if s.numel() == 0:
         return U, s, V
