@@ -113,9 +113,9 @@ def test_fold_in_of_a_logistic_fit_gives_its_rows_back():
 
 
 def test_centering_fold_in_is_the_fixed_point_of_the_fitted_offsets():
-    values = E.values + np.random.default_rng(0).normal(3, 1, E.shape[0])[
-        E.indices[:, 0]
-    ]
+    values = (
+        E.values + np.random.default_rng(0).normal(3, 1, E.shape[0])[E.indices[:, 0]]
+    )
     entries = E.with_values(values)
     cen = Centering("both", n_sweeps=200).fit(entries)
     fitted = [o.copy() for o in cen.offsets_]
