@@ -1012,3 +1012,72 @@ def test_a_data_frame_round_trips_through_the_ids(id_case, tmp_path):
         for column in ids if isinstance(ids, list) else [ids]:
             assert column.dtype == np.int64
             np.testing.assert_array_equal(column, np.arange(column.size))
+
+
+# -- partial_fit (issue 23) -------------------------------------------------------
+#
+# An estimator with partial_fit acts as fit when unfitted, adds entries of
+# known and new ids (positions grow the shape, ids grow their maps), refuses
+# an empty batch, a frame of another layout and an unknown refit, and leaves
+# a model it refused as it was.
+
+
+def _held_first_index(args):
+    """The fit args split in two: mode-0 index 0 held out, then its entries."""
+    e = args[0]
+    first = e.indices[:, 0] > 0
+    return (e.subset(np.flatnonzero(first)),), (e.subset(np.flatnonzero(~first)),)
+
+
+#: case name -> (split of the fit args, the refit modes partial_fit takes)
+PARTIAL_FIT = {
+    "MatrixCompletion": (_held_first_index, ("new", "all")),
+    "TensorCompletion": (_held_first_index, ("all",)),
+}
+
+
+def test_every_estimator_with_partial_fit_is_listed():
+    have = {c.name for c in CASES if hasattr(c.make(), "partial_fit")}
+    assert have == set(PARTIAL_FIT)
+
+
+@pytest.mark.parametrize("name", sorted(PARTIAL_FIT))
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+def test_partial_fit_acts_as_fit_then_adds(name):
+    case, (split, modes) = _BY_NAME[name], PARTIAL_FIT[name]
+    args = case.fit_args()
+    a, b = case.make().partial_fit(*args), case.make().fit(*args)
+    np.testing.assert_array_equal(case.output(a, args), case.output(b, args))
+    first, rest = split(args)
+    for refit in modes:
+        model = case.make().fit(*first)
+        assert model.partial_fit(*rest, refit=refit) is model
+        assert np.isfinite(case.output(model, args)).all()
+    with pytest.raises(InvalidParameterError, match="refit"):
+        model.partial_fit(*rest, refit="some")
+
+
+@pytest.mark.parametrize("name", sorted(PARTIAL_FIT))
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+def test_partial_fit_with_new_ids_grows_the_maps(name):
+    pd = pytest.importorskip("pandas")
+    case, id_case = _BY_NAME[name], next(c for c in ID_CASES if c.name == name)
+    (data,) = id_case.with_ids(case.fit_args())
+    cols, values = (list(data[:-1]), data[-1]) if len(data) == 3 else data
+    frame = pd.DataFrame({f"c{j}": c for j, c in enumerate([*cols, values])})
+    first = frame.iloc[:, 0] != frame.iloc[0, 0]
+    refit = PARTIAL_FIT[name][1][0]
+    model = case.make().fit(frame[first])
+    state = model.U_.copy() if hasattr(model, "U_") else None
+    with pytest.raises(DataValidationError):
+        model.partial_fit(frame[~first].iloc[:0], refit=refit)
+    with pytest.raises(DataValidationError, match="column"):
+        model.partial_fit(frame[~first].assign(extra=1.0), refit=refit)
+    if state is not None:
+        np.testing.assert_array_equal(model.U_, state)  # refused: nothing moved
+    model.partial_fit(frame[~first], refit=refit)
+    ids = getattr(model, id_case.id_attrs[0])
+    ids = ids[0] if isinstance(ids, list) else ids
+    assert list(ids) == sorted(frame.iloc[:, 0].unique())
+    row = frame[~first].iloc[:3]
+    assert np.isfinite(model.predict(row.iloc[:, :-1])).all()

@@ -1021,6 +1021,12 @@ class MatrixCompletion(_CompletionEstimator):
         The ids of the rows and columns, in code order (sorted), as int64 or
         str, where ``fit`` mapped them (a DataFrame, string ids); None for
         positions.
+    entries_ : ObservedEntries
+        The entries the final solve was fitted on (codes; every entry, or
+        the training part of a ``lam="auto"`` fit without ``refit``),
+        kept for :meth:`partial_fit`, which adds to them.
+    sample_weight_ : numpy.ndarray or None
+        Their weights (None: all 1).
 
     Examples
     --------
@@ -1135,7 +1141,7 @@ class TensorCompletion(_CompletionEstimator):
     ranks_ : list of int
         Rank of each component.
     lam_, path_, centering_, center_, centering_selection_, solver_, history_,
-    n_iter_, stop_reason_, objective_, shape_
+    n_iter_, stop_reason_, objective_, shape_, entries_, sample_weight_
         As in :class:`MatrixCompletion`.
     mode_ids_ : list or None
         Per mode, its ids in code order (int64 or str) where ``fit`` mapped
