@@ -1029,10 +1029,18 @@ def _held_first_index(args):
     return (e.subset(np.flatnonzero(first)),), (e.subset(np.flatnonzero(~first)),)
 
 
+def _held_object(args):
+    """Comparisons without object 0, then those with it."""
+    t = args[0]
+    first = (t != 0).all(axis=1)
+    return (t[first],), (t[~first],)
+
+
 #: case name -> (split of the fit args, the refit modes partial_fit takes)
 PARTIAL_FIT = {
     "MatrixCompletion": (_held_first_index, ("new", "all")),
     "TensorCompletion": (_held_first_index, ("all",)),
+    "OrdinalEmbedding": (_held_object, ("new", "all")),
 }
 
 
@@ -1060,24 +1068,23 @@ def test_partial_fit_acts_as_fit_then_adds(name):
 @pytest.mark.parametrize("name", sorted(PARTIAL_FIT))
 @pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
 def test_partial_fit_with_new_ids_grows_the_maps(name):
-    pd = pytest.importorskip("pandas")
     case, id_case = _BY_NAME[name], next(c for c in ID_CASES if c.name == name)
-    (data,) = id_case.with_ids(case.fit_args())
-    cols, values = (list(data[:-1]), data[-1]) if len(data) == 3 else data
-    frame = pd.DataFrame({f"c{j}": c for j, c in enumerate([*cols, values])})
-    first = frame.iloc[:, 0] != frame.iloc[0, 0]
+    frame = _frame(case.fit_args(), id_case)
+    values = name != "OrdinalEmbedding"  # its frame holds ids only
+    held = frame.iloc[0, 0]
+    first = (frame.iloc[:, : frame.shape[1] - values] != held).all(axis=1)
     refit = PARTIAL_FIT[name][1][0]
     model = case.make().fit(frame[first])
     state = model.U_.copy() if hasattr(model, "U_") else None
     with pytest.raises(DataValidationError):
         model.partial_fit(frame[~first].iloc[:0], refit=refit)
     with pytest.raises(DataValidationError, match="column"):
-        model.partial_fit(frame[~first].assign(extra=1.0), refit=refit)
+        model.partial_fit(frame[~first].assign(extra=1.0, more=2.0), refit=refit)
     if state is not None:
         np.testing.assert_array_equal(model.U_, state)  # refused: nothing moved
     model.partial_fit(frame[~first], refit=refit)
     ids = getattr(model, id_case.id_attrs[0])
     ids = ids[0] if isinstance(ids, list) else ids
-    assert list(ids) == sorted(frame.iloc[:, 0].unique())
+    assert held in set(ids) and list(ids) == sorted(ids)
     row = frame[~first].iloc[:3]
-    assert np.isfinite(model.predict(row.iloc[:, :-1])).all()
+    assert np.isfinite(model.predict(row.iloc[:, : row.shape[1] - values])).all()

@@ -559,9 +559,9 @@ class _CompletionEstimator(BaseEstimator):
         added, weight, grow = self._added_entries(X, y, sample_weight)
         new = self._grow(*grow)
         self._merge_entries(added, weight)
-        self._fold_in(new)
+        folded = self._fold_in(new)
         if refit == "all":
-            self._refit_all()
+            self._refit_all(folded)
         return self
 
     def _added_entries(self, X, y, sample_weight):
@@ -639,10 +639,11 @@ class _CompletionEstimator(BaseEstimator):
     def _merge_entries(self, added: ObservedEntries, weight) -> None:
         """``entries_`` plus ``added``; an added entry replaces an old one."""
         old, w_old = self.entries_, self.sample_weight_
-        keep = ~np.isin(
-            np.ravel_multi_index(tuple(old.indices.T), old.shape),
-            np.ravel_multi_index(tuple(added.indices.T), old.shape),
-        )
+        # a binary search of the old positions among the few added ones
+        have = np.ravel_multi_index(tuple(old.indices.T), old.shape)
+        given = np.sort(np.ravel_multi_index(tuple(added.indices.T), old.shape))
+        at = np.searchsorted(given, have).clip(0, given.size - 1)
+        keep = given[at] != have
         self.entries_ = ObservedEntries(
             np.concatenate([old.indices[keep], added.indices]),
             np.concatenate([old.values[keep], added.values]),
@@ -654,9 +655,10 @@ class _CompletionEstimator(BaseEstimator):
             weight = np.ones(added.nnz) if weight is None else weight
             self.sample_weight_ = np.concatenate([w_old[keep], weight])
 
-    def _fold_in(self, new: list) -> None:
+    def _fold_in(self, new: list) -> bool:
         """Offsets and factor rows of the indices in ``new`` that now have
-        entries (matrices; tensors start them at 0 for ``refit="all"``)."""
+        entries (matrices; tensors start them at 0 for ``refit="all"``);
+        whether factor rows were solved (zero rows keep an SVD one)."""
         entries, w = self.entries_, self.sample_weight_
         has = [
             np.bincount(entries.indices[:, d], minlength=n) > 0
@@ -664,10 +666,10 @@ class _CompletionEstimator(BaseEstimator):
         ]
         new = [n & h for n, h in zip(new, has, strict=True)]
         if not any(n.any() for n in new):
-            return
+            return False
         self.centering_.fold_in(entries, new, w)
         if len(self.shape_) > 2:
-            return
+            return False
         touch = new[0][entries.indices[:, 0]] | new[1][entries.indices[:, 1]]
         part = self.centering_.transform(entries.subset(np.flatnonzero(touch)))
         factors = fold_in_factors(
@@ -680,6 +682,7 @@ class _CompletionEstimator(BaseEstimator):
             loss=self._loss,
         )
         self._set_mode_factors([factors])
+        return True
 
     def _fold_in_lam(self) -> float:
         """The penalty of (1) in fold_in: ``lam_``, or for a refined model
@@ -699,8 +702,9 @@ class _CompletionEstimator(BaseEstimator):
             return "refine"
         return "postprocess" if self.path_["postprocessed"][i] else "none"
 
-    def _refit_all(self) -> None:
-        """AIS-Impute at ``lam_`` on ``entries_``, warm-started (``refit="all"``)."""
+    def _refit_all(self, folded: bool) -> None:
+        """AIS-Impute at ``lam_`` on ``entries_``, warm-started (``refit="all"``);
+        ``folded``: rows were added to the factors (an SVD again first)."""
         ctx = self._start_fit()
         entries, w = self.entries_, self.sample_weight_
         self.centering_ = Centering(self.center_, self.scale, self.center_reg).fit(
@@ -713,7 +717,10 @@ class _CompletionEstimator(BaseEstimator):
             dtype=ctx.dtype,
             sample_weight=w,
         )
-        init = [as_svd(*problem.on_device(*f)) for f in self._mode_factors()]
+        init = [
+            as_svd(*f) if folded else f
+            for f in (problem.on_device(*f) for f in self._mode_factors())
+        ]
         fitted = warm_refit(
             problem,
             init if len(init) > 1 else init[0],
