@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from typing import ClassVar, Literal
@@ -557,11 +558,12 @@ class _CompletionEstimator(BaseEstimator):
                 "an older embedopt): fit it again to use partial_fit."
             )
         added, weight, grow = self._added_entries(X, y, sample_weight)
-        new = self._grow(*grow)
-        self._merge_entries(added, weight)
-        folded = self._fold_in(new)
-        if refit == "all":
-            self._refit_all(folded)
+        with self._unchanged_on_error():
+            new = self._grow(*grow)
+            self._merge_entries(added, weight)
+            folded = self._fold_in(new)
+            if refit == "all":
+                self._refit_all(folded)
         return self
 
     def _added_entries(self, X, y, sample_weight):
@@ -621,6 +623,8 @@ class _CompletionEstimator(BaseEstimator):
         )
         self.entries_ = ObservedEntries(idx, old.values, shape, validate=False)
         factors = grown_factors(self._mode_factors(), self.shape_, shape, old_to_new)
+        self.centering_ = copy.copy(self.centering_)  # a new object: see partial_fit
+        self.centering_.offsets_ = list(self.centering_.offsets_)
         for d, offsets in enumerate(self.centering_.offsets_):
             grown = np.zeros(shape[d])
             grown[old_to_new[d]] = offsets

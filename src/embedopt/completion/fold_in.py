@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 import torch
 
-from .._core import ConvergenceWarning
+from .._core import ConvergenceWarning, DataValidationError
 from ..linalg import psd_solve
 from ..optim import lbfgs
 from .losses import Loss, SquareLoss
@@ -225,7 +225,13 @@ def fold_in_factors(
             )
     for d in (0, 1):  # the known rows stay bit for bit as they were
         who = torch.as_tensor(np.flatnonzero(new[d]), device=U.device)
-        out[d][who] = (sides[d][who] * inv).to(U.dtype)
+        rows = (sides[d][who] * inv).to(U.dtype)
+        if not bool(torch.isfinite(rows * s.to(rows.dtype)).all()):  # U diag(s)
+            raise DataValidationError(
+                f"The folded-in factor rows overflow {U.dtype}: the new values are "
+                "too large for it. Rescale them, or fit with dtype='float64'."
+            )
+        out[d][who] = rows
     return out[0], s, out[1]
 
 

@@ -539,14 +539,18 @@ class OrdinalEmbedding(BaseEstimator):
         comps = as_comparisons(codes, y, n_objects=n, owner=owner)
         weights = comparison_weights(sample_weight, codes, comps, owner)
         ctx = self._start_fit()
-        new = self._grow_objects(comps, weights, n, old_to_new, id_map)
-        self._place(new, ctx)
-        if refit == "all":
-            ids, w = self.object_ids_, self.comparison_weight_
-            self.fit(
-                self.comparisons_, n_objects=n, init=self.embedding_, sample_weight=w
-            )
-            self.object_ids_ = ids
+        with self._unchanged_on_error():
+            new = self._grow_objects(comps, weights, n, old_to_new, id_map)
+            self._place(new, ctx)
+            if refit == "all":
+                ids, w = self.object_ids_, self.comparison_weight_
+                self.fit(
+                    self.comparisons_,
+                    n_objects=n,
+                    init=self.embedding_,
+                    sample_weight=w,
+                )
+                self.object_ids_ = ids
         return self
 
     def _partial_codes(self, X, owner: str):
