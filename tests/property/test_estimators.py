@@ -1617,7 +1617,7 @@ def _partial_batch(est, values):
 
 
 @pytest.mark.parametrize("subject", _PARTIAL, ids=repr)
-@examples(3)
+@examples(1)
 @given(data=st.data())
 def test_partial_fit_on_bad_values(subject, data):
     import copy
