@@ -122,16 +122,21 @@ class Centering:
             for d in modes
         }
         fitted = np.zeros_like(res)
+        # contiguous index columns, and each mode's offsets at the entries
+        # (gathered once per update: the same sums as gathering every time)
+        cols = {d: np.ascontiguousarray(idx[:, d]) for d in modes}
+        at = {d: offsets[d][cols[d]] for d in modes}
         for _ in range(self.n_sweeps if len(modes) > 1 else 1):
             for d in modes:
                 # Residual without mode d's own offset, averaged per index.
-                partial = res - (fitted - offsets[d][idx[:, d]])
+                partial = res - (fitted - at[d])
                 wp = partial if w is None else w * partial
                 offsets[d] = (
-                    np.bincount(idx[:, d], weights=wp, minlength=entries.shape[d])
+                    np.bincount(cols[d], weights=wp, minlength=entries.shape[d])
                     / counts[d]
                 )
-                fitted = sum(offsets[k][idx[:, k]] for k in modes)
+                at[d] = offsets[d][cols[d]]
+                fitted = sum(at[k] for k in modes)
         self.offsets_ = offsets
         centered = res - fitted
         sd = _std(centered, w) if self.scale else 1.0
