@@ -1115,3 +1115,90 @@ def test_every_recommender_answers_in_the_users_ids(name):
     sim_a, _ = a.similar_users(np.arange(m), 2)
     sim_b, _ = b.similar_users(users, 2)
     np.testing.assert_array_equal(np.where(sim_a >= 0, users[sim_a], ""), sim_b)
+
+
+# -- partial_fit (issue 23) -------------------------------------------------------
+#
+# An estimator with partial_fit acts as fit when unfitted, adds entries of
+# known and new ids (positions grow the shape, ids grow their maps), refuses
+# an empty batch, a frame of another layout and an unknown refit, and leaves
+# a model it refused as it was.
+
+
+def _held_first_index(args):
+    """The fit args split in two: mode-0 index 0 held out, then its entries."""
+    e = args[0]
+    first = e.indices[:, 0] > 0
+    return (e.subset(np.flatnonzero(first)),), (e.subset(np.flatnonzero(~first)),)
+
+
+def _held_object(args):
+    """Comparisons without object 0, then those with it."""
+    t = args[0]
+    first = (t != 0).all(axis=1)
+    return (t[first],), (t[~first],)
+
+
+def _held_first_user(args):
+    """(users, items) pairs without user 0, then those of user 0."""
+    users, items = args[0]
+    first = users != 0
+    return ((users[first], items[first]),), ((users[~first], items[~first]),)
+
+
+#: case name -> (split of the fit args, the refit modes partial_fit takes)
+PARTIAL_FIT = {
+    "MatrixCompletion": (_held_first_index, ("new", "all")),
+    "TensorCompletion": (_held_first_index, ("all",)),
+    "OrdinalEmbedding": (_held_object, ("new", "all")),
+    "TwoTowerModel": (_held_first_user, ("new", "all")),
+}
+
+
+def test_every_estimator_with_partial_fit_is_listed():
+    have = {c.name for c in CASES if hasattr(c.make(), "partial_fit")}
+    assert have == set(PARTIAL_FIT)
+
+
+@pytest.mark.parametrize("name", sorted(PARTIAL_FIT))
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+def test_partial_fit_acts_as_fit_then_adds(name):
+    case, (split, modes) = _BY_NAME[name], PARTIAL_FIT[name]
+    args = case.fit_args()
+    a, b = case.make().partial_fit(*args), case.make().fit(*args)
+    np.testing.assert_array_equal(case.output(a, args), case.output(b, args))
+    first, rest = split(args)
+    for refit in modes:
+        model = case.make().fit(*first)
+        assert model.partial_fit(*rest, refit=refit) is model
+        assert np.isfinite(case.output(model, args)).all()
+    with pytest.raises(InvalidParameterError, match="refit"):
+        model.partial_fit(*rest, refit="some")
+
+
+@pytest.mark.parametrize("name", sorted(PARTIAL_FIT))
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+def test_partial_fit_with_new_ids_grows_the_maps(name):
+    case, id_case = _BY_NAME[name], next(c for c in ID_CASES if c.name == name)
+    frame = _frame(case.fit_args(), id_case)
+    values = name not in ("OrdinalEmbedding", "TwoTowerModel")  # ids only
+    held = frame.iloc[0, 0]
+    first = (frame.iloc[:, : frame.shape[1] - values] != held).all(axis=1)
+    refit = PARTIAL_FIT[name][1][0]
+    model = case.make().fit(frame[first])
+    state = model.U_.copy() if hasattr(model, "U_") else None
+    with pytest.raises(DataValidationError):
+        model.partial_fit(frame[~first].iloc[:0], refit=refit)
+    with pytest.raises(DataValidationError, match="column"):
+        model.partial_fit(frame[~first].assign(extra=1.0, more=2.0), refit=refit)
+    if state is not None:
+        np.testing.assert_array_equal(model.U_, state)  # refused: nothing moved
+    model.partial_fit(frame[~first], refit=refit)
+    ids = getattr(model, id_case.id_attrs[0])
+    ids = ids[0] if isinstance(ids, list) else ids
+    assert held in set(ids) and list(ids) == sorted(ids)
+    row = frame[~first].iloc[:3]
+    if name == "TwoTowerModel":  # predict(users, items)
+        assert np.isfinite(model.predict(row.iloc[:, 0], row.iloc[:, 1])).all()
+    else:
+        assert np.isfinite(model.predict(row.iloc[:, : row.shape[1] - values])).all()

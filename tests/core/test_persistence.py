@@ -249,10 +249,12 @@ def test_file_size_is_about_the_arrays(tmp_path):
     )
     factors = est.U_.nbytes + est.s_.nbytes + est.V_.nbytes
     # the training entries recommend excludes, a CSR matrix (its ones count
-    # here at full size; the file stores them as one value)
+    # here at full size; the file stores them as one value), and those kept
+    # for partial_fit, each stored once too
     seen = est._seen_pairs()
     pairs = seen.data.nbytes + seen.indices.nbytes + seen.indptr.nbytes
-    assert stored < factors + pairs + 40_000  # factors once (tensors: same bytes)
+    kept = est.entries_.indices.nbytes + est.entries_.values.nbytes
+    assert stored < factors + pairs + kept + 40_000  # factors once
     assert size < stored + 300 * len(meta["arrays"]) + 20_000
 
 

@@ -1651,3 +1651,47 @@ def test_load_bad_model_files(subject, data):
         assert type(out.value) is subject.cls
         if bad.label.startswith("flipped"):  # a byte nothing reads: same model
             assert_same_estimator(fitted(subject), out.value)
+
+
+# -- partial_fit (issue 23) ---------------------------------------------------------
+#
+# Bad values in a batch of new entries (some at rows and columns the model has
+# not seen, which partial_fit grows the model for) end acceptably; a refused
+# batch leaves the model exactly as it was, an accepted one predicts finite
+# values everywhere.
+
+_PARTIAL = [MATRIX_COMPLETION, TENSOR_COMPLETION]
+
+
+def _partial_batch(est, values):
+    shape = est.shape_
+    idx = np.stack([np.arange(3) % s for s in shape], 1)
+    idx[0, 0] = shape[0]  # one new row (mode-0 index)
+    if len(shape) == 2:
+        return (idx[:, 0], idx[:, 1], values)
+    return (idx, values)
+
+
+@pytest.mark.parametrize("subject", _PARTIAL, ids=repr)
+@examples(1)
+@given(data=st.data())
+def test_partial_fit_on_bad_values(subject, data):
+    import copy
+
+    est = copy.deepcopy(fitted(subject))
+    before = copy.deepcopy(est)
+    b = data.draw(bad_values(np.array([1.0, -0.5, 2.0])), label="values")
+    refit = "new" if subject is MATRIX_COMPLETION else "all"
+    bad = paired(b)
+    out = call(
+        f"{subject.name}.partial_fit",
+        "values",
+        lambda: est.partial_fit(_partial_batch(est, b.value), refit=refit),
+        must_refuse=bad.must_refuse,
+        label=bad.label,
+    )
+    if out.refused:
+        assert_same_estimator(est, before)
+    else:
+        assert out.value is est
+        check_finite(est.to_dense(), "partial_fit", est.shape_)

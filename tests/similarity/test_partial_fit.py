@@ -191,9 +191,12 @@ def test_partial_fit_refuses_bad_input(call, error):
         call(model)
 
 
-def test_partial_fit_before_fit():
-    with pytest.raises(NotFittedError):
-        _model().partial_fit((np.array([0]), np.array([0])))
+def test_partial_fit_before_fit_is_fit():
+    # scikit-learn's convention, shared by every partial_fit of the library
+    u, i = _pairs(7)
+    a = _model().partial_fit((u, i))
+    b = _model().fit((u, i))
+    np.testing.assert_array_equal(a.user_embeddings_, b.user_embeddings_)
     with pytest.raises(NotFittedError):
         _model().recommend_for_features({"g": [0]})
 

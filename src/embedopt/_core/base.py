@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import os
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -159,6 +161,21 @@ class BaseEstimator:
         """
         self._validate_params()
         return resolve_fit_context(self)
+
+    @contextlib.contextmanager
+    def _unchanged_on_error(self) -> Iterator[None]:
+        """Put the attributes back as they were if the block raises.
+
+        For methods that change a fitted model (``partial_fit``): the block
+        must replace attributes, never modify the objects they hold in place.
+        """
+        state = dict(vars(self))
+        try:
+            yield
+        except BaseException:
+            vars(self).clear()
+            vars(self).update(state)
+            raise
 
     def _param_values(self, names) -> dict[str, Any]:
         """The values of the parameters ``names``, by name.

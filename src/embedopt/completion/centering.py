@@ -122,20 +122,71 @@ class Centering:
             for d in modes
         }
         fitted = np.zeros_like(res)
+        # contiguous index columns, and each mode's offsets at the entries
+        # (gathered once per update: the same sums as gathering every time)
+        cols = {d: np.ascontiguousarray(idx[:, d]) for d in modes}
+        at = {d: offsets[d][cols[d]] for d in modes}
         for _ in range(self.n_sweeps if len(modes) > 1 else 1):
             for d in modes:
                 # Residual without mode d's own offset, averaged per index.
-                partial = res - (fitted - offsets[d][idx[:, d]])
+                partial = res - (fitted - at[d])
                 wp = partial if w is None else w * partial
                 offsets[d] = (
-                    np.bincount(idx[:, d], weights=wp, minlength=entries.shape[d])
+                    np.bincount(cols[d], weights=wp, minlength=entries.shape[d])
                     / counts[d]
                 )
-                fitted = sum(offsets[k][idx[:, k]] for k in modes)
+                at[d] = offsets[d][cols[d]]
+                fitted = sum(at[k] for k in modes)
         self.offsets_ = offsets
         centered = res - fitted
         sd = _std(centered, w) if self.scale else 1.0
         self.scale_ = sd if sd > 0 else 1.0
+        return self
+
+    def fold_in(
+        self,
+        entries: ObservedEntries,
+        new: list[np.ndarray],
+        sample_weight: ArrayLike | None = None,
+    ) -> Centering:
+        """Fit the offsets of indices new to the fit, every other one fixed.
+
+        A new index's offset is what :meth:`fit` computes for it at its
+        fixed point: the weighted sum of its residuals (after the mean and
+        the other modes' offsets) over ``sum w + reg``. Alternates
+        ``n_sweeps`` times when several centered modes have new indices.
+
+        Parameters
+        ----------
+        entries : ObservedEntries
+            Training entries (those of the new indices are read), in the
+            grown shape; ``offsets_`` already hold one (zero) offset per
+            new index.
+        new : list of numpy.ndarray of bool
+            Per mode, which indices are new.
+        sample_weight : array-like of shape (nnz,), optional
+
+        Returns
+        -------
+        self
+        """
+        idx, v = entries.indices, entries.values.astype(np.float64)
+        w = np.ones(v.size) if sample_weight is None else np.asarray(sample_weight)
+        modes = [d for d in self._modes(entries.ndim) if new[d].any()]
+        for _ in range(self.n_sweeps if len(modes) > 1 else 1):
+            for d in modes:
+                rows = new[d][idx[:, d]]
+                i = idx[rows, d]
+                others = sum(
+                    self.offsets_[k][idx[rows, k]]
+                    for k in self._modes(entries.ndim)
+                    if k != d
+                )
+                res = w[rows] * (v[rows] - self.mean_ - others)
+                n = entries.shape[d]
+                total = np.bincount(i, weights=res, minlength=n)
+                count = np.bincount(i, weights=w[rows], minlength=n) + self.reg
+                self.offsets_[d][new[d]] = (total / np.maximum(count, 1e-12))[new[d]]
         return self
 
     @property

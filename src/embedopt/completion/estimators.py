@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from typing import ClassVar, Literal
@@ -19,6 +20,8 @@ from .._core import (
     DtypeLike,
     InstanceOf,
     Interval,
+    InvalidParameterError,
+    NotFittedError,
     Options,
     RandomStateLike,
     as_array,
@@ -32,6 +35,7 @@ from ..data import ObservedEntries, as_observed_entries
 from ..data.frames import (
     UNKNOWN_POLICIES,
     encode_ids,
+    extend_ids,
     fitted_maps,
     frame_columns,
     is_frame,
@@ -49,14 +53,17 @@ from .centering import (
     choose_centering,
     split_weighted,
 )
+from .fold_in import as_svd, fold_in_factors, grown_factors
 from .losses import LOSSES, Loss, get_loss
 from .path import (
     completion_problems,
     fit_path,
     refit_entries,
     refit_sample_weight,
+    warm_refit,
 )
-from .problem import EntriesLike
+from .postprocess import refine_ridge
+from .problem import CompletionProblem, EntriesLike
 from .proximal import check_mode_weights, default_mode_weights
 from .solvers import SOLVERS, resolve_solver
 
@@ -367,6 +374,10 @@ class _CompletionEstimator(BaseEstimator):
             given = None if validation is None else val
             refit = refit_entries(entries, given)
             w_refit = refit_sample_weight(entries, given, weight)
+        # what the final solve trains on, for partial_fit
+        self.entries_, self.sample_weight_ = (
+            (train, w_train) if refit is None else (refit, w_refit)
+        )
         return completion_problems(
             self.centering_,
             train,
@@ -477,6 +488,262 @@ class _CompletionEstimator(BaseEstimator):
 
     def _mode_factors(self) -> list:
         raise NotImplementedError
+
+    def _set_mode_factors(self, factors: list) -> None:
+        raise NotImplementedError
+
+    # -- new data ----------------------------------------------------------------
+    def partial_fit(
+        self,
+        X: EntriesLike,
+        y: ArrayLike | None = None,
+        *,
+        refit: Literal["new", "all"] = "new",
+        sample_weight: ArrayLike | None = None,
+    ) -> _CompletionEstimator:
+        """Add observed entries to a fitted model, users and items new to it too.
+
+        Parameters
+        ----------
+        X : DataFrame, tuple, positions with ``y``, ObservedEntries,
+            scipy.sparse, dense array with NaN
+            The new entries, in the forms :meth:`fit` takes and in the ids
+            of the fit (a model fitted on positions takes positions, and
+            grows ``shape_`` for positions beyond it). Ids the model has not
+            seen are added to ``user_ids_`` / ``item_ids_`` (``mode_ids_``),
+            which stay sorted: the codes of known ids may move, and the
+            factor rows, offsets and ``entries_`` move with them. An entry at
+            a position already in ``entries_`` replaces it (a new rating).
+        y : array-like, optional
+            Values at the positions ``X``.
+        refit : {"new", "all"}
+            ``"new"`` (matrices): solve only the rows of users and the
+            columns of items without training entries so far, everything
+            else fixed (see :mod:`embedopt.completion.fold_in`): a user's
+            factor row is the minimizer of the fitted loss on its entries
+            plus the ridge ``lam_ / 2 ||a||^2`` that the nuclear norm puts on
+            a balanced factor row, in closed form for the square loss; its
+            offset is the fitted centering's formula for it, the mean and
+            the items' offsets fixed (the residuals' weighted sum over
+            ``count + center_reg``). Entries of known users at known items
+            are kept in ``entries_`` for a later ``refit="all"`` but change
+            nothing now. ``"all"``: the same fold-in, then AIS-Impute at the
+            fitted ``lam_`` on every entry (``entries_``), warm-started from
+            the extended factors, with the centering refitted (same mode)
+            and the fit's post-processing; what a fit with ``lam=lam_``
+            would give, in a fraction of its time. Tensors take ``"all"``
+            only: mode d's ``V_d`` has a row per combination of the other
+            modes' indices, so a new index brings new rows into every other
+            mode's factors, touched only by its own entries, and no
+            fixed-subspace row solve places it.
+        sample_weight : array-like of shape (nnz,), optional
+            Weights of the new entries (as in :meth:`fit`); the entries of
+            a fit without weights weigh 1.
+
+        Returns
+        -------
+        self
+            An unfitted model is fitted on ``X`` (``fit``, ``refit`` unused).
+        """
+        if not hasattr(self, "shape_"):
+            return self.fit(X, y, sample_weight=sample_weight)
+        validate_params(
+            f"{type(self).__name__}.partial_fit",
+            {"refit": refit},
+            {"refit": [Options(["new", "all"])]},
+        )
+        if refit == "new" and len(self.shape_) > 2:
+            raise InvalidParameterError(
+                "TensorCompletion.partial_fit takes refit='all' only: a new index "
+                "of one mode adds rows to every other mode's factors (see the "
+                "docstring)."
+            )
+        if not hasattr(self, "entries_"):
+            raise NotFittedError(
+                f"This {type(self).__name__} keeps no training entries (saved by "
+                "an older embedopt): fit it again to use partial_fit."
+            )
+        added, weight, grow = self._added_entries(X, y, sample_weight)
+        with self._unchanged_on_error():
+            new = self._grow(*grow)
+            self._merge_entries(added, weight)
+            folded = self._fold_in(new)
+            if refit == "all":
+                self._refit_all(folded)
+        return self
+
+    def _added_entries(self, X, y, sample_weight):
+        """``partial_fit``'s entries in grown codes, their weights, and the
+        growth ``(maps, old_to_new, shape)``; nothing of the model changed."""
+        owner = f"{type(self).__name__}.partial_fit"
+        ndim, maps = len(self.shape_), self._id_maps()
+        read = _id_columns(X, y, owner, ndim)
+        if read is None:  # entries, sparse, dense: codes (positions)
+            given = as_observed_entries(X, None, owner=owner)
+            columns, values = list(given.indices.T), given.values
+        else:
+            columns, values = read[0], as_array(read[1], "y")
+        if len(columns) != ndim:
+            raise DataValidationError(
+                f"{owner} needs {ndim} index columns (the model's modes); got "
+                f"{len(columns)}."
+            )
+        grown, codes, old_to_new, shape = [], [], [], []
+        for d, (column, m) in enumerate(zip(columns, maps, strict=True)):
+            what = f"{_roles(ndim)[d]} ids"
+            if m is not None and read is not None:
+                m, c, moved = extend_ids(m, column, what=what)
+            else:
+                big = np.iinfo(np.int64).max
+                c = _positions(np.asarray(column), big, what.split()[0], "raise")
+                if m is not None and c.size and c.max() >= len(m):
+                    raise DataValidationError(
+                        f"{owner}: codes beyond the {len(m)} {what} of the fit; "
+                        "pass new ids in a DataFrame or tuple of ids."
+                    )
+                moved = np.arange(self.shape_[d], dtype=np.int64)
+            grown.append(m)
+            codes.append(c)
+            old_to_new.append(moved)
+            size = int(c.max()) + 1 if c.size else 0
+            shape.append(max(len(m) if m is not None else size, self.shape_[d]))
+        entries = ObservedEntries(np.stack(codes, 1), values, tuple(shape))
+        _check_size(type(self).__name__, entries.shape, self._factors_device())
+        self._loss.check_labels(entries.values)
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(
+                sample_weight, entries.nnz, owner=owner, unit="entry"
+            )
+        return entries, sample_weight, (grown, old_to_new, entries.shape)
+
+    def _factors_device(self) -> torch.device:
+        """The device the fitted factors live on."""
+        return self._mode_factors()[0][0].device
+
+    def _grow(self, maps, old_to_new, shape) -> list:
+        """Move the model to the grown codes (factors, offsets, entries_);
+        per mode, the mask of the indices without training entries."""
+        old = self.entries_
+        idx = np.stack(
+            [m[i] for m, i in zip(old_to_new, old.indices.T, strict=True)], axis=1
+        )
+        self.entries_ = ObservedEntries(idx, old.values, shape, validate=False)
+        factors = grown_factors(self._mode_factors(), self.shape_, shape, old_to_new)
+        self.centering_ = copy.copy(self.centering_)  # a new object: see partial_fit
+        self.centering_.offsets_ = list(self.centering_.offsets_)
+        for d, offsets in enumerate(self.centering_.offsets_):
+            grown = np.zeros(shape[d])
+            grown[old_to_new[d]] = offsets
+            self.centering_.offsets_[d] = grown
+        self.shape_ = tuple(shape)
+        if any(m is not None for m in maps):
+            self._store_ids(maps)
+        self._set_mode_factors(factors)
+        w = self.sample_weight_
+        return [
+            np.bincount(idx[:, d] if w is None else idx[w > 0, d], minlength=shape[d])
+            == 0
+            for d in range(len(shape))
+        ]
+
+    def _merge_entries(self, added: ObservedEntries, weight) -> None:
+        """``entries_`` plus ``added``; an added entry replaces an old one."""
+        old, w_old = self.entries_, self.sample_weight_
+        # a binary search of the old positions among the few added ones
+        have = np.ravel_multi_index(tuple(old.indices.T), old.shape)
+        given = np.sort(np.ravel_multi_index(tuple(added.indices.T), old.shape))
+        at = np.searchsorted(given, have).clip(0, given.size - 1)
+        keep = given[at] != have
+        self.entries_ = ObservedEntries(
+            np.concatenate([old.indices[keep], added.indices]),
+            np.concatenate([old.values[keep], added.values]),
+            old.shape,
+            validate=False,
+        )
+        if w_old is not None or weight is not None:
+            w_old = np.ones(old.nnz) if w_old is None else w_old
+            weight = np.ones(added.nnz) if weight is None else weight
+            self.sample_weight_ = np.concatenate([w_old[keep], weight])
+
+    def _fold_in(self, new: list) -> bool:
+        """Offsets and factor rows of the indices in ``new`` that now have
+        entries (matrices; tensors start them at 0 for ``refit="all"``);
+        whether factor rows were solved (zero rows keep an SVD one)."""
+        entries, w = self.entries_, self.sample_weight_
+        has = [
+            np.bincount(entries.indices[:, d], minlength=n) > 0
+            for d, n in enumerate(entries.shape)
+        ]
+        new = [n & h for n, h in zip(new, has, strict=True)]
+        if not any(n.any() for n in new):
+            return False
+        self.centering_.fold_in(entries, new, w)
+        if len(self.shape_) > 2:
+            return False
+        touch = new[0][entries.indices[:, 0]] | new[1][entries.indices[:, 1]]
+        part = self.centering_.transform(entries.subset(np.flatnonzero(touch)))
+        factors = fold_in_factors(
+            self.factors_,
+            part.indices,
+            part.values,
+            None if w is None else w[touch],
+            (new[0], new[1]),
+            lam=self._fold_in_lam(),
+            loss=self._loss,
+        )
+        self._set_mode_factors([factors])
+        return True
+
+    def _fold_in_lam(self) -> float:
+        """The penalty of (1) in fold_in: ``lam_``, or for a refined model
+        (whose rows minimize the square loss plus ``ridge ||a||^2``) the
+        ridge of that refinement."""
+        if self._finishing() != "refine":
+            return self.lam_
+        centered = self.centering_.transform(self.entries_).values
+        return refine_ridge(centered, self.sample_weight_)
+
+    def _finishing(self) -> str:
+        """What the fit did after its last solve: "refine", "postprocess", "none"."""
+        if self.path_ is None:
+            return "postprocess" if self.postprocess else "none"
+        i = int(np.argmin(np.abs(self.path_["lambdas"] - self.lam_)))
+        if self.path_["refined"][i]:
+            return "refine"
+        return "postprocess" if self.path_["postprocessed"][i] else "none"
+
+    def _refit_all(self, folded: bool) -> None:
+        """AIS-Impute at ``lam_`` on ``entries_``, warm-started (``refit="all"``);
+        ``folded``: rows were added to the factors (an SVD again first)."""
+        ctx = self._start_fit()
+        entries, w = self.entries_, self.sample_weight_
+        self.centering_ = make_centering(
+            self.center_, self._loss, self.scale, self.center_reg
+        ).fit(entries, w)
+        problem = CompletionProblem(
+            self.centering_.transform(entries),
+            loss=self._loss,
+            device=ctx.device,
+            dtype=ctx.dtype,
+            sample_weight=w,
+        )
+        init = [
+            as_svd(*f) if folded else f
+            for f in (problem.on_device(*f) for f in self._mode_factors())
+        ]
+        fitted = warm_refit(
+            problem,
+            init if len(init) > 1 else init[0],
+            lam=self.lam_,
+            solver=self.solver_,
+            finish=self._finishing(),
+            random_state=ctx.random_state,
+            **self._param_values(self._solve_parameters),
+        )
+        self._store_result(fitted.result, solver=self.solver_)
+        self._set_mode_factors(
+            list(fitted.factors) if len(init) > 1 else [fitted.factors]
+        )
 
     # -- prediction --------------------------------------------------------------
     def decision_function(
@@ -806,6 +1073,12 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
         The ids of the rows and columns, in code order (sorted), as int64 or
         str, where ``fit`` mapped them (a DataFrame, string ids); None for
         positions.
+    entries_ : ObservedEntries
+        The entries the final solve was fitted on (codes; every entry, or
+        the training part of a ``lam="auto"`` fit without ``refit``),
+        kept for :meth:`partial_fit`, which adds to them.
+    sample_weight_ : numpy.ndarray or None
+        Their weights (None: all 1).
 
     Examples
     --------
@@ -876,6 +1149,9 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
 
     def _mode_factors(self) -> list:
         return [self.factors_]
+
+    def _set_mode_factors(self, factors: list) -> None:
+        self._export(factors[0])
 
     def _store_ids(self, maps: list) -> None:
         self.user_ids_, self.item_ids_ = (public_ids(m) for m in maps)
@@ -972,7 +1248,7 @@ class TensorCompletion(_CompletionEstimator):
     ranks_ : list of int
         Rank of each component.
     lam_, path_, centering_, center_, centering_selection_, solver_, history_,
-    n_iter_, stop_reason_, objective_, shape_
+    n_iter_, stop_reason_, objective_, shape_, entries_, sample_weight_
         As in :class:`MatrixCompletion`.
     mode_ids_ : list or None
         Per mode, its ids in code order (int64 or str) where ``fit`` mapped
@@ -1042,6 +1318,9 @@ class TensorCompletion(_CompletionEstimator):
 
     def _mode_factors(self) -> list:
         return self.factors_
+
+    def _set_mode_factors(self, factors: list) -> None:
+        self._export(factors)
 
     def _store_ids(self, maps: list) -> None:
         ids = [public_ids(m) for m in maps]

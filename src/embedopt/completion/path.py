@@ -49,6 +49,7 @@ __all__ = [
     "lambda_path",
     "refit_entries",
     "refit_sample_weight",
+    "warm_refit",
 ]
 
 #: Highest rank whose refinement ``postprocess="auto"`` scores: a sweep costs
@@ -632,6 +633,64 @@ def fit_path(
             factors = _postprocess_any(refit_problem, factors)
     refined = bool(path.refined[path.best_index])
     return CompletionFit(factors, result, path.best_lambda, path, refined)
+
+
+def warm_refit(
+    problem: CompletionProblem,
+    init: Factors | list[Factors],
+    *,
+    lam: float,
+    solver: str = "ais_impute",
+    finish: Literal["none", "postprocess", "refine"] = "postprocess",
+    mode_weights: Sequence[float] | None = None,
+    random_state: RandomStateLike = None,
+    **solver_options,
+) -> CompletionFit:
+    """One solve at a known lambda from a warm start, finished as a fit was.
+
+    What ``partial_fit(refit="all")`` runs: the fitted model's factors
+    (grown by new rows) are the start, ``lam`` is the fitted lambda, and the
+    solution is post-processed (``finish="postprocess"``) or refined
+    (``"refine"``: the start itself refined on ``problem``, as
+    :func:`fit_path` refits a refined selection) the way the fit's was.
+
+    Parameters
+    ----------
+    problem : CompletionProblem
+    init : tuple (U, s, V) or list of them
+        The start, an SVD per unfolding (orthonormal columns).
+    lam : float
+    solver : {"ais_impute", "ais_impute_exact", "soft_impute", "apg", "auto"}
+    finish : {"none", "postprocess", "refine"}
+    mode_weights : sequence of float, optional
+    random_state : None, int, numpy Generator or RandomState
+    **solver_options
+        ``max_iter``, ``tol``, ``lam_decay``, ``power_iters``, ``max_rank``,
+        ``verbose``, ``callback`` of :func:`proximal_completion`.
+
+    Returns
+    -------
+    CompletionFit
+        ``result`` is the warm solve (with ``"refine"`` too, for its
+        objective and history).
+    """
+    check_solver_options("warm_refit", solver_options)
+    rs = resolve_random_state(random_state, "warm_refit")
+    result = proximal_completion(
+        problem,
+        init,
+        lam=float(lam),
+        **method_options(solver),
+        mode_weights=mode_weights,
+        random_state=rs.spawn(),
+        **solver_options,
+    )
+    factors = result.x
+    if finish == "refine":
+        factors = _refine(problem, *init)
+    elif finish == "postprocess":
+        factors = _postprocess_any(problem, factors)
+    return CompletionFit(factors, result, float(lam), refined=finish == "refine")
 
 
 def refit_entries(

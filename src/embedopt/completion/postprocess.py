@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import torch
 
 from .._core import ConvergenceWarning, NumericalInstabilityError
@@ -24,7 +25,7 @@ from ..optim import lbfgs
 from .losses import SquareLoss
 from .problem import CompletionProblem, Factors
 
-__all__ = ["postprocess", "refine"]
+__all__ = ["postprocess", "refine", "refine_ridge"]
 
 
 def _design_gram(problem: CompletionProblem, U, V, chunk_elems: int = 1 << 24):
@@ -209,6 +210,31 @@ def _balanced_svd(A: torch.Tensor, B: torch.Tensor):
     u, s, vt = torch.linalg.svd(Ra @ Rb.T)
     keep = s > s[:1] * 1e-12 if s.numel() else s > 0
     return (Qa @ u)[:, keep], s[keep], (Qb @ vt.T)[:, keep]
+
+
+def refine_ridge(values: np.ndarray, weight: np.ndarray | None = None) -> float:
+    """The ridge :func:`refine` uses by default, for values on the problem's scale.
+
+    ``1e-2 * sqrt(mean(O^2))`` (weighted, times the mean positive weight with
+    sample weights). The penalty of a refined model's rows: fold-in
+    (:mod:`embedopt.completion.fold_in`) places new rows of a refined model
+    with it instead of lambda.
+
+    Parameters
+    ----------
+    values : numpy.ndarray, shape (nnz,)
+    weight : numpy.ndarray of shape (nnz,) or None
+
+    Returns
+    -------
+    float
+    """
+    y = np.asarray(values, np.float64)
+    if weight is None:
+        return 1e-2 * float(np.sqrt(np.mean(y**2)))
+    w = np.asarray(weight, np.float64)
+    ridge = 1e-2 * float(np.sqrt(np.sum(w * y**2) / np.sum(w)))
+    return ridge * float(w.sum() / (w > 0).sum())
 
 
 def refine(

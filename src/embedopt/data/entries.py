@@ -11,7 +11,7 @@ import scipy.sparse as sp
 import torch
 from numpy.typing import ArrayLike
 
-from .._core import DataValidationError, DataWarning, as_array
+from .._core import DataValidationError, DataWarning, as_array, persistable
 
 __all__ = ["ObservedEntries", "as_observed_entries"]
 
@@ -29,6 +29,7 @@ _SPARSE_CHECK_SIZE = 10_000
 _SPARSE_RATIO = 100
 
 
+@persistable
 class ObservedEntries:
     """The observed entries of an m x n matrix (or a D-way tensor), in COO form.
 

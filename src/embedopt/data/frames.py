@@ -37,6 +37,7 @@ __all__ = [
     "UNKNOWN_POLICIES",
     "decode_ids",
     "encode_ids",
+    "extend_ids",
     "fitted_maps",
     "frame_columns",
     "is_frame",
@@ -284,6 +285,60 @@ def encode_ids(
             "predict for them anyway (see its docstring), or drop them."
         )
     return codes
+
+
+def extend_ids(
+    id_map: IdMap, values: ArrayLike, *, what: str
+) -> tuple[IdMap, np.ndarray, np.ndarray]:
+    """The map grown by the ids of ``values`` it does not hold (``partial_fit``).
+
+    Codes stay the sorted order of the ids (as :meth:`IdMap.fit` makes
+    them), so an id new to the map may move the codes of known ids: the
+    returned ``old_to_new`` says where each one went, for the arrays a model
+    indexes by code (factor rows, offsets, training entries).
+
+    Parameters
+    ----------
+    id_map : IdMap
+        The fitted map.
+    values : array-like of int or str, 1-D
+        Ids of new data: known ones and new ones.
+    what : str
+        What the ids are ("user ids"...), for messages.
+
+    Returns
+    -------
+    grown : IdMap
+        ``id_map`` itself when every id is known.
+    codes : numpy.ndarray of int64
+        The codes of ``values`` in ``grown``.
+    old_to_new : numpy.ndarray of int64, shape (len(id_map),)
+        ``grown`` code of each code of ``id_map``.
+
+    Raises
+    ------
+    DataValidationError
+        Ids of another kind than the map's (strings for a map of integers, or
+        the reverse), missing or fractional ids.
+    """
+    values = _as_ids(np.ravel(_column(values, what)), what)
+    if (
+        len(id_map)
+        and values.size
+        and (values.dtype.kind == "i") != (id_map.ids.dtype.kind == "i")
+    ):
+        kinds = ("integers", "strings")
+        have = kinds[id_map.ids.dtype.kind != "i"]
+        raise DataValidationError(
+            f"{what} must be {have} like the ids of the fit; got "
+            f"{kinds[values.dtype.kind != 'i']}. Convert the column first."
+        )
+    codes = id_map.encode(values, unknown="missing", what=what)
+    if (codes >= 0).all():
+        return id_map, codes, np.arange(len(id_map), dtype=np.int64)
+    grown, _ = IdMap.fit(np.concatenate([id_map.ids, values[codes < 0]]), what)
+    old_to_new = grown.encode(id_map.ids, what=what)
+    return grown, grown.encode(values, what=what), old_to_new
 
 
 def _column(values, what: str) -> np.ndarray:

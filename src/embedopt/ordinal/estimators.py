@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import ClassVar, Literal
 
@@ -12,6 +13,7 @@ from numpy.typing import ArrayLike
 from .._core import (
     RUN_CONSTRAINTS,
     BaseEstimator,
+    ConvergenceWarning,
     DataValidationError,
     DeviceLike,
     DtypeLike,
@@ -22,11 +24,13 @@ from .._core import (
     as_array,
     check_is_fitted,
     to_numpy,
+    validate_params,
 )
 from ..data import Comparisons, as_comparisons, as_quadruplets
 from ..data.frames import (
     UNKNOWN_POLICIES,
     encode_ids,
+    extend_ids,
     fitted_maps,
     frame_columns,
     is_frame,
@@ -34,9 +38,10 @@ from ..data.frames import (
     public_ids,
 )
 from ..optim import IterationState
+from ..optim import lbfgs as optim_lbfgs
 from . import baselines  # noqa: F401  (registers the baselines in SOLVERS first)
 from .losses import LOSSES, OrdinalLoss, get_loss
-from .problem import comparison_weights
+from .problem import OrdinalProblem, comparison_weights
 from .solvers import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_EPSILON,
@@ -257,6 +262,11 @@ class OrdinalEmbedding(BaseEstimator):
     lam_ : float
         The ridge weight used (what ``lam="auto"`` chose; 0 for solvers
         without a ridge term).
+    comparisons_ : numpy.ndarray of int64, shape (m, 3) or (m, 4)
+        The oriented comparisons fitted (codes), kept for
+        :meth:`partial_fit`, which adds to them.
+    comparison_weight_ : numpy.ndarray or None
+        Their ``sample_weight`` (None: all equal).
 
     Examples
     --------
@@ -409,6 +419,8 @@ class OrdinalEmbedding(BaseEstimator):
             ),
         )
         self.loss_ = loss
+        # kept for partial_fit (codes, oriented; zero weights kept)
+        self.comparisons_, self.comparison_weight_ = comps.indices, weights
         self.embedding_tensor_ = result.x
         self.embedding_ = to_numpy(result.x).astype(np.float64)
         self.n_objects_ = comps.n_objects
@@ -480,6 +492,170 @@ class OrdinalEmbedding(BaseEstimator):
         own = self._param_values(_SOLVER_PARAMS[solver])
         kwargs.update({k: v for k, v in own.items() if k not in defaults})
         return kwargs
+
+    # -- new data ----------------------------------------------------------------
+    def partial_fit(
+        self,
+        X: Comparisons | ArrayLike,
+        y: ArrayLike | None = None,
+        *,
+        refit: Literal["new", "all"] = "new",
+        sample_weight: ArrayLike | None = None,
+    ) -> OrdinalEmbedding:
+        """Add comparisons to a fitted embedding, objects new to it too.
+
+        Parameters
+        ----------
+        X : Comparisons, DataFrame or array-like, shape (m, 3) or (m, 4)
+            As in :meth:`fit`, in the ids of the fit (a model fitted on
+            positions takes positions; beyond ``n_objects_`` they are new
+            objects). New ids join ``object_ids_``, which stays sorted: the
+            codes of known objects may move, their rows with them.
+        y : array-like of {-1, +1}, shape (m,), optional
+        refit : {"new", "all"}
+            ``"new"``: place only the objects without comparisons so far,
+            every other row fixed: the fitted objective (the mean loss of
+            every comparison plus the ``lam_`` ridge) over the new rows is
+            the loss of the comparisons that involve them plus their ridge,
+            minimized by L-BFGS from 5 random starts at the scale of the
+            fitted embedding (the lowest objective wins). Comparisons among
+            known objects are kept (``comparisons_``) but move nothing.
+            ``"all"``: the same placement, then ``fit`` on every comparison
+            from the resulting embedding (``init``).
+        sample_weight : array-like of float, shape (m,), optional
+            Weights of the new comparisons; those of a fit without weights
+            weigh 1.
+
+        Returns
+        -------
+        self
+            An unfitted model is fitted on ``X`` (``fit``).
+        """
+        if not hasattr(self, "embedding_"):
+            return self.fit(X, y, sample_weight=sample_weight)
+        owner = f"{type(self).__name__}.partial_fit"
+        validate_params(owner, {"refit": refit}, {"refit": [Options(["new", "all"])]})
+        codes, n, old_to_new, id_map = self._partial_codes(X, owner)
+        comps = as_comparisons(codes, y, n_objects=n, owner=owner)
+        weights = comparison_weights(sample_weight, codes, comps, owner)
+        ctx = self._start_fit()
+        with self._unchanged_on_error():
+            new = self._grow_objects(comps, weights, n, old_to_new, id_map)
+            self._place(new, ctx)
+            if refit == "all":
+                ids, w = self.object_ids_, self.comparison_weight_
+                self.fit(
+                    self.comparisons_,
+                    n_objects=n,
+                    init=self.embedding_,
+                    sample_weight=w,
+                )
+                self.object_ids_ = ids
+        return self
+
+    def _partial_codes(self, X, owner: str):
+        """``partial_fit``'s comparisons as codes of the grown objects, their
+        number, where the fitted codes went, and the grown map (or None)."""
+        n_old = self.n_objects_
+        same = np.arange(n_old, dtype=np.int64)
+        read = _comparison_columns(X, owner)
+        if self.object_ids_ is None:
+            if read is not None:
+                raise DataValidationError(
+                    f"{owner}: this model was fitted on positions; pass "
+                    "comparisons of integer positions (new objects get the next "
+                    "ones)."
+                )
+            a = X.indices if isinstance(X, Comparisons) else as_array(X, "X")
+            big = int(a.max()) + 1 if a.size and a.dtype.kind in "iu" else 0
+            return X, max(n_old, big), same, None
+        if read is None:
+            if isinstance(X, Comparisons):
+                return X, n_old, same, fitted_maps(self, [self.object_ids_])[0]
+            a = as_array(X, "X")
+            if a.ndim != 2 or a.shape[1] not in _LAYOUTS:
+                return X, n_old, same, None  # as_comparisons names the problem
+            read = list(a.T), False
+        id_map = fitted_maps(self, [self.object_ids_])[0]
+        grown, codes, moved = extend_ids(
+            id_map, np.concatenate(read[0]), what="object ids"
+        )
+        return codes.reshape(len(read[0]), -1).T, len(grown), moved, grown
+
+    def _grow_objects(self, comps, weights, n, old_to_new, id_map) -> np.ndarray:
+        """Move the model to the grown codes and append the comparisons; the
+        mask of the objects without comparisons before them."""
+        old = old_to_new[self.comparisons_]
+        had = np.zeros(n, bool)
+        had[old.ravel()] = True
+        new_idx = comps.indices
+        if old.shape[1] != new_idx.shape[1]:  # triplets and quadruplets: one kind
+            old, new_idx = as_quadruplets(old), as_quadruplets(new_idx)
+        w_old = self.comparison_weight_
+        if w_old is not None or weights is not None:
+            w_old = np.ones(len(old)) if w_old is None else w_old
+            weights = np.ones(len(new_idx)) if weights is None else weights
+            self.comparison_weight_ = np.concatenate([w_old, weights])
+        self.comparisons_ = np.concatenate([old, new_idx])
+        E = torch.zeros(
+            (n, self.embedding_tensor_.shape[1]),
+            dtype=self.embedding_tensor_.dtype,
+            device=self.embedding_tensor_.device,
+        )
+        E[torch.as_tensor(old_to_new, device=E.device)] = self.embedding_tensor_
+        self.embedding_tensor_ = E
+        self.embedding_ = to_numpy(E).astype(np.float64)
+        self.n_objects_ = n
+        if id_map is not None:
+            self.object_ids_ = public_ids(id_map)
+        seen = np.zeros(n, bool)
+        seen[new_idx.ravel()] = True
+        return seen & ~had
+
+    def _place(self, new: np.ndarray, ctx, n_starts: int = 5) -> None:
+        """The rows of the ``new`` objects: the fitted objective over them,
+        every other row fixed, by L-BFGS from ``n_starts`` random starts."""
+        if not new.any():
+            return
+        touch = new[self.comparisons_].any(axis=1)
+        w = self.comparison_weight_
+        problem = OrdinalProblem(
+            self.comparisons_[touch],
+            self.loss_,
+            n_objects=self.n_objects_,
+            device=self.embedding_tensor_.device,
+            dtype="float64",
+            sample_weight=None if w is None else w[touch],
+        )
+        # (1/|Q|) sum_Q l + lam ||X||^2 over the new rows, in units of the
+        # mean over the comparisons that touch them: the ridge grows by |Q|/|Q_s|
+        share = touch.mean() if w is None else w[touch].sum() / w.sum()
+        ridge = self.lam_ / share
+        fixed = self.embedding_tensor_.to(torch.float64)
+        rows = torch.as_tensor(np.flatnonzero(new), device=fixed.device)
+
+        def fun(Z):
+            X = fixed.index_copy(0, rows, Z)
+            f, g = problem.value_and_grad(X)
+            f = f + ridge * float(torch.sum(Z * Z))
+            return f, g[rows] + 2 * ridge * Z
+
+        scale = float(fixed[torch.as_tensor(~new)].std()) or 1.0
+        best = None
+        for _ in range(n_starts):
+            Z0 = torch.as_tensor(
+                ctx.random_state.numpy.normal(0, scale, (rows.numel(), fixed.shape[1])),
+                device=fixed.device,
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                run = optim_lbfgs(fun, Z0, max_iter=500, tol=1e-10, owner="partial_fit")
+            value = float(fun(run.x)[0])
+            if best is None or value < best[0]:
+                best = (value, run.x)
+        E = fixed.index_copy(0, rows, best[1]).to(self.embedding_tensor_.dtype)
+        self.embedding_tensor_ = E
+        self.embedding_ = to_numpy(E).astype(np.float64)
 
     def fit_transform(
         self, X: Comparisons | ArrayLike, y: ArrayLike | None = None, **fit_params

@@ -586,6 +586,8 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
     ) -> TwoTowerModel:
         """Add pairs to a fitted model: fold in new users and items, or refit.
 
+        On a model not fitted yet it is :meth:`fit` (as in scikit-learn).
+
         Users and items never seen (ids outside ``user_ids_`` /
         ``item_ids_``; positions beyond ``shape_`` for a model fitted on
         positions) get rows with everything else fixed. With an embedding
@@ -629,8 +631,6 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
 
         Raises
         ------
-        NotFittedError
-            Before ``fit``.
         InvalidParameterError
             A bad ``refit``; a ``process_group``; new ids for a tower the
             model cannot grow (a user's own module), or for an embedding
@@ -640,9 +640,16 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
             No pairs, pairs in another form than the fit's ids, features of
             the wrong number of rows, columns or categories.
         """
-        check_is_fitted(self, self._fitted_attr)
         owner = f"{type(self).__name__}.partial_fit"
         check_param(owner, "refit", refit, [Options(["new", "all"])])
+        if not hasattr(self, self._fitted_attr):  # scikit-learn: acts as fit
+            return self.fit(
+                X,
+                y,
+                sample_weight=sample_weight,
+                user_features=user_features,
+                item_features=item_features,
+            )
         if self.process_group is not None or getattr(self, "_training", None) is None:
             raise InvalidParameterError(
                 f"{owner} runs in one process on a model fitted by this version "
