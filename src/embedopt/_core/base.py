@@ -160,6 +160,9 @@ class BaseEstimator:
         FitContext
         """
         self._validate_params()
+        # state built from a fitted model (a recommender's item index) would
+        # serve the old model after this fit
+        vars(self).pop("item_index_", None)
         return resolve_fit_context(self)
 
     @contextlib.contextmanager

@@ -545,6 +545,7 @@ class _CompletionEstimator(BaseEstimator):
         self
             An unfitted model is fitted on ``X`` (``fit``, ``refit`` unused).
         """
+        vars(self).pop("item_index_", None)  # new or refitted items outdate it
         if not hasattr(self, "shape_"):
             return self.fit(X, y, sample_weight=sample_weight)
         validate_params(

@@ -54,6 +54,8 @@ from numpy.typing import ArrayLike
 from .._core import (
     DataValidationError,
     Interval,
+    InvalidParameterError,
+    NotFittedError,
     as_array,
     check_is_fitted,
     check_param,
@@ -71,6 +73,7 @@ from ..data.frames import (
 )
 from ..linalg import top_k_inner_products
 from ..metrics import average_precision_at_k, ndcg_at_k, precision_at_k, recall_at_k
+from .index import ItemIndex
 
 __all__ = ["RetrievalMixin", "pairs_by_user", "ranking_metrics"]
 
@@ -400,6 +403,7 @@ class RetrievalMixin:
         exclude_seen: bool = True,
         items: ArrayLike | None = None,
         filter_items: ArrayLike | None = None,
+        approximate: bool = False,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k items of each user by predicted score.
 
@@ -426,6 +430,11 @@ class RetrievalMixin:
             filter that removes every candidate gives rows of pads. Unknown
             ones are an error or, with ``unknown`` "nan" / "fallback",
             ignored.
+        approximate : bool
+            Search the item index of :meth:`build_index` (IVF-PQ scan, then
+            an exact re-rank of its best candidates) instead of scoring every
+            item: for large catalogues. It searches the whole catalogue, so
+            it takes neither ``items`` nor ``filter_items``.
 
         Returns
         -------
@@ -439,21 +448,69 @@ class RetrievalMixin:
         owner = f"{type(self).__name__}.recommend"
         _check_k(k, owner)
         check_param(owner, "exclude_seen", exclude_seen, ["boolean"])
+        check_param(owner, "approximate", approximate, ["boolean"])
+        index = self._approximate_index(approximate, items, filter_items, owner)
         u = self._ids(users, 0, "users")
         candidates, n = self._catalogue(items, filter_items)
-        ids, scores = self._recommend_codes(u, min(int(k), n), exclude_seen, candidates)
+        ids, scores = self._recommend_codes(
+            u, min(int(k), n), exclude_seen, candidates, index
+        )
         return decode_ids(ids, getattr(self, "item_ids_", None)), scores
 
-    def _recommend_codes(self, u, k, exclude_seen, candidates):
+    def build_index(self, **params) -> RetrievalMixin:
+        """Build the approximate item index that ``recommend(...,
+        approximate=True)`` searches.
+
+        Parameters
+        ----------
+        **params
+            Parameters of :class:`~embedopt.nn.ItemIndex` (``n_lists``,
+            ``n_probe``, ``rerank``, ``quantizer``, ...).
+
+        Returns
+        -------
+        self
+            With ``item_index_``, an :class:`~embedopt.nn.ItemIndex` over the
+            item vectors the model scores with (``fit`` and ``partial_fit``
+            drop it: an index of old vectors would serve a new model).
+        """
+        check_is_fitted(self, self._fitted_attr)
+        vectors = self._item_vectors(None).detach().float().cpu()
+        self.item_index_ = ItemIndex(**params).fit(vectors)
+        return self
+
+    def _approximate_index(self, approximate, items, filter_items, owner):
+        """The index ``approximate=True`` searches (None when False)."""
+        if not approximate:
+            return None
+        index = getattr(self, "item_index_", None)
+        if index is None:
+            raise NotFittedError(
+                f"{owner}(approximate=True) searches the item index: call "
+                "build_index() first (after every fit or partial_fit)."
+            )
+        if items is not None or filter_items is not None:
+            raise InvalidParameterError(
+                f"{owner}(approximate=True) searches the whole catalogue; give "
+                "items / filter_items to the exact search (approximate=False)."
+            )
+        return index
+
+    def _recommend_codes(self, u, k, exclude_seen, candidates, index=None):
         """``recommend`` on user codes (-1: unknown), returning ``k`` columns of
-        item codes (``k`` at most the candidates before any filter)."""
+        item codes (``k`` at most the candidates before any filter); through
+        ``index`` (an :class:`ItemIndex`) when given."""
         n = self.shape_[1] if candidates is None else candidates.size
         exclude = self._seen_pairs()[np.maximum(u, 0)] if exclude_seen else None
 
         def search(codes, sub):
             if n == 0:  # a filter removed every candidate
                 return np.empty((codes.size, 0), np.int64), np.empty((codes.size, 0))
-            return self._top_k(self._user_vectors(codes), min(k, n), sub, candidates)
+            queries = self._user_vectors(codes)
+            if index is not None:
+                q = queries.detach().float().cpu()
+                return index.search(q, min(k, n), exclude=sub)
+            return self._top_k(queries, min(k, n), sub, candidates)
 
         def fallback(kk):
             if n == 0:

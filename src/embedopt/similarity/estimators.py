@@ -363,6 +363,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
             do not match the matrix, an empty matrix; a ``sample_weight`` of
             the wrong length, negative, NaN or infinite, or all zero.
         """
+        vars(self).pop("item_index_", None)  # built on the old item vectors
         self._validate_params()
         distributed, group = self._group()
         ctx = self._group_context(group) if distributed else resolve_fit_context(self)
@@ -640,6 +641,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
             No pairs, pairs in another form than the fit's ids, features of
             the wrong number of rows, columns or categories.
         """
+        vars(self).pop("item_index_", None)  # new or refitted items outdate it
         owner = f"{type(self).__name__}.partial_fit"
         check_param(owner, "refit", refit, [Options(["new", "all"])])
         if not hasattr(self, self._fitted_attr):  # scikit-learn: acts as fit
