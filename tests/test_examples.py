@@ -34,6 +34,7 @@ def test_every_example_is_tested():
         "matrix_completion.py",
         "ordinal_embedding.py",
         "product_quantization.py",
+        "serving.py",
         "similarity_learning.py",
     ]
 
@@ -68,6 +69,15 @@ def test_similarity_learning(capsys):
     # Far above recommending the most popular items, which ignores taste.
     assert ours > 3 * number_after("most popular items precision@10", out)
     assert ours > 0.12
+
+
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+def test_serving(capsys):
+    out = run_example("serving.py", capsys)
+    # a fresh process loads the file and answers as the fitted model does
+    assert number_after("same recommendations after load", out) == 1
+    # the folded-in user gets items of their own taste group
+    assert number_after("new user's top-10 in their taste group", out) >= 0.8
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.name)
