@@ -275,3 +275,24 @@ def test_tensor_partial_fit_grows_a_mode_and_refits_all():
     model.partial_fit((idx[~low], vals[~low]), refit="all")
     assert model.shape_ == T.shape and model.entries_.nnz == T.nnz
     assert np.isfinite(model.predict(idx[~low])).all()
+
+
+@pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+def test_recommend_after_partial_fit_excludes_what_was_added_in_the_new_codes():
+    # partial_fit re-sorts the id codes: the seen pairs of recommend must move
+    # with them (else a row of someone else) and take in the added entries
+    rng = np.random.default_rng(0)
+    r, c = rng.integers(0, 30, 400), rng.integers(0, 20, 400)
+    keep = np.unique(r * 20 + c, return_index=True)[1]
+    r, c, v = r[keep], c[keep], rng.normal(size=keep.size)
+    users = np.array([f"u{i:02d}" for i in r])
+    items = np.array([f"i{j:02d}" for j in c])
+    first = r != 0  # u00 arrives later and takes code 0
+    model = MatrixCompletion(lam=1.0, random_state=0)
+    model.fit((users[first], items[first], v[first]))
+    model.partial_fit((users[~first], items[~first], v[~first]))
+    for user in ("u00", "u05"):
+        ids, _ = model.recommend([user], k=20)
+        rated = set(items[users == user])
+        assert not rated & set(ids[0])
+        assert len([i for i in ids[0] if i]) == 20 - len(rated)

@@ -232,6 +232,20 @@ def _unfolded_columns(idx: np.ndarray, shape, d: int) -> np.ndarray:
     return np.ravel_multi_index(tuple(idx[:, others].T), [shape[k] for k in others])
 
 
+def _positive(weight: np.ndarray | None, n: int) -> np.ndarray:
+    """Which of ``n`` entries count as observed: weight > 0 (None: all)."""
+    return np.ones(n, bool) if weight is None else weight > 0
+
+
+def _seen_matrix(rows: np.ndarray, cols: np.ndarray, shape) -> sp.csr_matrix:
+    """The seen pairs of ``recommend`` as a CSR of int8 ones (repeats: one)."""
+    seen = sp.csr_matrix(
+        (np.ones(rows.size, np.int8), (rows, cols)), shape=tuple(shape[:2])
+    )
+    seen.data[:] = 1  # a pair given twice was summed to 2
+    return seen
+
+
 class _CompletionEstimator(BaseEstimator):
     """Shared fit / predict machinery of the completion estimators."""
 
@@ -637,6 +651,11 @@ class _CompletionEstimator(BaseEstimator):
             grown[old_to_new[d]] = offsets
             self.centering_.offsets_[d] = grown
         self.shape_ = tuple(shape)
+        seen = getattr(self, "_seen", None)  # recommend's seen pairs, re-coded
+        if seen is not None:
+            seen = seen.tocoo()
+            rows, cols = old_to_new[0][seen.row], old_to_new[1][seen.col]
+            self._seen = _seen_matrix(rows, cols, shape)
         if any(m is not None for m in maps):
             self._store_ids(maps)
         self._set_mode_factors(factors)
@@ -665,6 +684,13 @@ class _CompletionEstimator(BaseEstimator):
             w_old = np.ones(old.nnz) if w_old is None else w_old
             weight = np.ones(added.nnz) if weight is None else weight
             self.sample_weight_ = np.concatenate([w_old[keep], weight])
+        seen = getattr(self, "_seen", None)
+        if seen is not None:  # the added entries are seen now (weight > 0)
+            seen, new = seen.tocoo(), added.indices[_positive(weight, added.nnz)]
+            rows = np.concatenate([seen.row, new[:, 0]])
+            self._seen = _seen_matrix(
+                rows, np.concatenate([seen.col, new[:, 1]]), old.shape
+            )
 
     def _fold_in(self, new: list) -> bool:
         """Offsets and factor rows of the indices in ``new`` that now have
@@ -1165,15 +1191,10 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
     _pair_values = "optional"  # held-out entries may carry their values
 
     def _remember_entries(self, entries: ObservedEntries, weight) -> None:
-        """The training entries (weight > 0) as the seen pairs of ``recommend``."""
-        keep = np.ones(entries.nnz, bool) if weight is None else weight > 0
-        self._seen = sp.csr_matrix(
-            (
-                np.ones(int(keep.sum()), np.int8),
-                (entries.rows[keep], entries.cols[keep]),
-            ),
-            shape=entries.shape,
-        )
+        """The training entries (weight > 0) as the seen pairs of ``recommend``
+        (``partial_fit`` re-codes and extends them)."""
+        keep = _positive(weight, entries.nnz)
+        self._seen = _seen_matrix(entries.rows[keep], entries.cols[keep], entries.shape)
 
     def _offset_columns(self, side: int, codes: np.ndarray, like) -> torch.Tensor:
         """The two columns that add the centering to an inner product: a
