@@ -215,6 +215,29 @@ def test_recommend_uses_the_stored_codes_of_the_retrieval_index():
         np.testing.assert_array_equal(a, b)
 
 
+def test_retrieval_scores_are_the_adc_estimates_with_seen_items_masked():
+    # recommend scores decoded codes with a matrix product: the same numbers
+    # as the lookup-table ADC search over every item, seen cells removed
+    X = _pairs()
+    model = TwoTowerRetrieval(random_state=0, **_RETRIEVAL).fit(X)
+    users = np.arange(model.shape_[0])
+    n = model.shape_[1]
+    with torch.no_grad():
+        adc, ids = model.net_.index.search(
+            model._user_vectors(users), model._item_codes, n
+        )
+    dense = np.full((len(users), n), -np.inf)
+    np.put_along_axis(dense, ids.numpy(), adc.double().numpy(), 1)
+    seen = model._seen_pairs().toarray() > 0
+    got_ids, got_scores = model.recommend(users, 5)
+    _, want_scores = _naive_top(dense, seen, 5)
+    np.testing.assert_allclose(got_scores, want_scores, rtol=1e-5, atol=1e-6)
+    # each returned item is unseen and carries its ADC score
+    rows = np.arange(len(users))[:, None]
+    assert not seen[rows, got_ids].any()
+    np.testing.assert_allclose(dense[rows, got_ids], got_scores, rtol=1e-5, atol=1e-6)
+
+
 def test_tensor_completion_has_no_recommend():
     assert not hasattr(TensorCompletion, "recommend")
     assert "no ``recommend``" in TensorCompletion.__doc__
