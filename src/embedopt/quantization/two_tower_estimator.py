@@ -24,7 +24,6 @@ from .._core import (
     Options,
     RandomStateLike,
     check_is_fitted,
-    to_numpy,
 )
 from ..data import (
     UNKNOWN_POLICIES,
