@@ -395,6 +395,8 @@ class _Refinements:
             postprocess == "auto"
             and isinstance(problem.loss, SquareLoss)
             and len(problem.unfoldings) == 1
+            # refine's ALS has no data-parallel form here
+            and not problem.distributed
         )
         self.tried: set[int] = set()
 
