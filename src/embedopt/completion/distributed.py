@@ -56,6 +56,7 @@ from .._core import (
 from ..data import ObservedEntries, as_observed_entries
 from ..linalg import SparsePlusLowRank
 from ..linalg.distributed import Communicator, sharded_orthonormalize
+from .binary import LossCentering
 from .problem import CompletionProblem, Unfolding
 
 __all__ = ["DistributedCompletionProblem", "row_shards"]
@@ -374,3 +375,71 @@ def ais_impute_on_group(X, init, *, process_group, random_state, run, **options)
     res = run(X, init, random_state=seed, **options)
     res.x = X.gather_factors(res.x)
     return res
+
+
+def distributed_problems(
+    centering,
+    train: ObservedEntries,
+    validation: ObservedEntries | None,
+    refit: ObservedEntries | None,
+    comm: Communicator,
+    *,
+    sample_weight=None,
+    validation_weight=None,
+    refit_weight=None,
+    **options,
+):
+    """:func:`~embedopt.completion.path.completion_problems` over a group.
+
+    The path (or solve) problem and the refit problem, on the centered
+    scale, both with the row blocks of the training entries (a warm start
+    passes this process's rows of ``U`` from one to the other).
+
+    Parameters
+    ----------
+    centering : Centering
+        Fitted (the same on every process).
+    train, validation, refit : ObservedEntries
+        All the entries (each process keeps its rows).
+    comm : Communicator
+    sample_weight, validation_weight, refit_weight : numpy.ndarray, optional
+    **options
+        ``loss``, ``device``, ``dtype``.
+
+    Returns
+    -------
+    problem, refit_problem : DistributedCompletionProblem, or None for the refit
+
+    Raises
+    ------
+    InvalidParameterError
+        For offsets inside a +/-1 loss (``center="both"`` with a +/-1 loss):
+        one process only.
+    """
+    if isinstance(centering, LossCentering) and centering.center != "none":
+        raise InvalidParameterError(
+            "MatrixCompletion(process_group=...) with a +/-1 loss takes "
+            "center='none' only: the offsets inside the loss have no "
+            "data-parallel form here. Pass center='none', or fit in one process."
+        )
+    bounds = row_shards(train.indices[:, 0], train.shape[0], comm.world_size)
+    held = None if validation is None else centering.transform(validation)
+    problem = DistributedCompletionProblem(
+        centering.transform(train),
+        process_group=comm,
+        bounds=bounds,
+        validation=held,
+        sample_weight=sample_weight,
+        validation_weight=None if held is None else validation_weight,
+        **options,
+    )
+    if refit is None:
+        return problem, None
+    refit_problem = DistributedCompletionProblem(
+        centering.transform(refit),
+        process_group=comm,
+        bounds=bounds,
+        sample_weight=refit_weight,
+        **options,
+    )
+    return problem, refit_problem

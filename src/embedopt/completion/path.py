@@ -33,6 +33,7 @@ from ..data import ObservedEntries
 from ..optim import SolverResult
 from .binary import LossCentering, offset_problems
 from .centering import Centering
+from .distributed import distributed_problems
 from .losses import Loss, SquareLoss
 from .postprocess import postprocess as _postprocess
 from .postprocess import refine as _refine
@@ -783,6 +784,7 @@ def completion_problems(
     sample_weight: np.ndarray | None = None,
     validation_weight: np.ndarray | None = None,
     refit_weight: np.ndarray | None = None,
+    process_group=None,
 ) -> tuple[CompletionProblem, CompletionProblem | None]:
     """The problems a fit solves, on the centered scale: path (or solve) and refit.
 
@@ -799,12 +801,27 @@ def completion_problems(
     sample_weight, validation_weight, refit_weight : numpy.ndarray, optional
         The weights of ``train``, ``validation`` and ``refit`` entries (see
         :class:`CompletionProblem`).
+    process_group : Communicator, optional
+        Build :class:`~embedopt.completion.DistributedCompletionProblem`
+        over its processes, the two with the same rows per process.
 
     Returns
     -------
     problem, refit_problem : CompletionProblem, CompletionProblem or None
     """
     options = {"loss": loss, "device": device, "dtype": dtype}
+    if process_group is not None:
+        return distributed_problems(
+            centering,
+            train,
+            validation,
+            refit,
+            process_group,
+            **options,
+            sample_weight=sample_weight,
+            validation_weight=validation_weight,
+            refit_weight=refit_weight,
+        )
     if isinstance(centering, LossCentering) and centering.center != "none":
         weights = dict(
             sample_weight=sample_weight,
