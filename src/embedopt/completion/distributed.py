@@ -368,7 +368,8 @@ def ais_impute_on_group(X, init, *, process_group, random_state, run, **options)
     if not isinstance(X, DistributedCompletionProblem):
         keys = ("loss", "validation", "shape", "device", "dtype")
         built = {key: options[key] for key in keys if key in options}
-        X = DistributedCompletionProblem(X, process_group=process_group, **built)
+        comm = Communicator(process_group, "ais_impute")
+        X = DistributedCompletionProblem(X, process_group=comm, **built)
     if init is not None:
         init = X.local_factors(tuple(init))
     seed = shared_seed(random_state, X.comm, X.device)
