@@ -46,6 +46,7 @@ import itertools
 import numpy as np
 import torch
 import torch.distributed as dist
+from numpy.typing import ArrayLike
 
 from .._core import (
     DataValidationError,
@@ -55,9 +56,9 @@ from .._core import (
 )
 from ..data import ObservedEntries, as_observed_entries
 from ..linalg import SparsePlusLowRank
-from ..linalg.distributed import Communicator, sharded_orthonormalize
+from ..linalg.distributed import Communicator, GroupLike, sharded_orthonormalize
 from .binary import LossCentering
-from .problem import CompletionProblem, Unfolding
+from .problem import CompletionProblem, EntriesLike, Factors, Unfolding
 
 __all__ = ["DistributedCompletionProblem", "row_shards"]
 
@@ -184,14 +185,14 @@ class DistributedCompletionProblem(CompletionProblem):
 
     def __init__(
         self,
-        X,
+        X: EntriesLike,
         *,
-        process_group="default",
+        process_group: GroupLike = "default",
         bounds: list[tuple[int, int]] | None = None,
         shape: tuple[int, ...] | None = None,
-        validation=None,
-        sample_weight=None,
-        validation_weight=None,
+        validation: EntriesLike | None = None,
+        sample_weight: ArrayLike | None = None,
+        validation_weight: ArrayLike | None = None,
         **options,
     ):
         owner = type(self).__name__
@@ -237,7 +238,12 @@ class DistributedCompletionProblem(CompletionProblem):
                 )
 
     # -- the hooks of CompletionProblem ---------------------------------------------
-    def operator(self, unf: Unfolding, values: torch.Tensor, terms) -> _ShardedOperator:
+    def operator(
+        self,
+        unf: Unfolding,
+        values: torch.Tensor,
+        terms: list[tuple[float, torch.Tensor, torch.Tensor]],
+    ) -> _ShardedOperator:
         """The local sparse-plus-low-rank operator, ``Z^T Q`` all-reduced."""
         op = super().operator(unf, values, terms)
         return _ShardedOperator(op, self.comm, self.shape[0])
@@ -281,7 +287,7 @@ class DistributedCompletionProblem(CompletionProblem):
         return float(mean if self.loss.binary else torch.sqrt(mean))
 
     # -- factors -----------------------------------------------------------------------
-    def local_factors(self, factors):
+    def local_factors(self, factors: Factors) -> Factors:
         """``(U[start:stop], s, V)``: this process's rows of a whole solution."""
         U, s, V = factors
         if U.shape[0] != self.shape[0]:
@@ -292,7 +298,7 @@ class DistributedCompletionProblem(CompletionProblem):
         a, b = self.rows
         return U[a:b], s, V
 
-    def gather_factors(self, factors):
+    def gather_factors(self, factors: Factors) -> Factors:
         """``(U, s, V)`` with all the rows of ``U``, the same on every process."""
         U, s, V = factors
         counts = [b - a for a, b in self.bounds]

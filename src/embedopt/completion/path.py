@@ -30,6 +30,7 @@ from .._core import (
     validate_params,
 )
 from ..data import ObservedEntries
+from ..linalg.distributed import Communicator
 from ..optim import SolverResult
 from .binary import LossCentering, offset_problems
 from .centering import Centering
@@ -784,7 +785,7 @@ def completion_problems(
     sample_weight: np.ndarray | None = None,
     validation_weight: np.ndarray | None = None,
     refit_weight: np.ndarray | None = None,
-    process_group=None,
+    process_group: Communicator | None = None,
 ) -> tuple[CompletionProblem, CompletionProblem | None]:
     """The problems a fit solves, on the centered scale: path (or solve) and refit.
 

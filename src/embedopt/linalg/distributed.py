@@ -19,13 +19,19 @@ same code runs on gloo (CPU tensors) and NCCL (CUDA tensors).
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 import torch.distributed as dist
 
 from .._core import CollectiveError, InvalidParameterError
 from .svd import _nearly_singular, _times_inverse_transpose
 
-__all__ = ["Communicator", "sharded_orthonormalize"]
+__all__ = ["Communicator", "GroupLike", "sharded_orthonormalize"]
+
+#: What a ``process_group=`` parameter takes: None (one process), ``"default"``
+#: (the default group) or a group object.
+GroupLike = Literal["default"] | getattr(dist, "ProcessGroup", object) | None
 
 
 class Communicator:
@@ -46,6 +52,9 @@ class Communicator:
         This process's rank in the group and the group's size.
     group : torch.distributed.ProcessGroup or None
         What the collectives receive (None: the default group).
+    volume : int
+        Bytes this process has handed to collectives so far (the payloads;
+        a ring all-reduce sends and receives about twice its payload).
 
     Raises
     ------
@@ -59,8 +68,9 @@ class Communicator:
     (1, 1.0)
     """
 
-    def __init__(self, process_group=None, owner: str = "embedopt"):
+    def __init__(self, process_group: GroupLike = None, owner: str = "embedopt"):
         self.owner = owner
+        self.volume = 0
         self.active = process_group is not None
         if not self.active:
             self.group, self.rank, self.world_size = None, 0, 1
@@ -81,7 +91,8 @@ class Communicator:
         """The global rank of the group's first process (``src`` of a broadcast)."""
         return 0 if self.group is None else dist.get_global_rank(self.group, 0)
 
-    def _call(self, what: str, fn, *args, **kwargs):
+    def _call(self, what: str, fn, *args, payload: torch.Tensor, **kwargs):
+        self.volume += payload.numel() * payload.element_size()
         try:
             return fn(*args, group=self.group, **kwargs)
         except (RuntimeError, ValueError) as exc:
@@ -117,9 +128,8 @@ class Communicator:
             return tensors
         flat = torch.cat([t.detach().reshape(-1) for t in tensors])
         red = dist.ReduceOp.SUM if op == "sum" else dist.ReduceOp.MAX
-        self._call(
-            f"all-reduce ({op}) of {flat.numel()} values", dist.all_reduce, flat, op=red
-        )
+        what = f"all-reduce ({op}) of {flat.numel()} values"
+        self._call(what, dist.all_reduce, flat, op=red, payload=flat)
         sizes = [t.numel() for t in tensors]
         return tuple(
             p.view(t.shape) for p, t in zip(flat.split(sizes), tensors, strict=True)
@@ -128,7 +138,7 @@ class Communicator:
     def broadcast(self, t: torch.Tensor) -> torch.Tensor:
         """The group's first process's ``t``, on every process (in place)."""
         if self.active and self.world_size > 1:
-            self._call("broadcast", dist.broadcast, t, src=self.root)
+            self._call("broadcast", dist.broadcast, t, src=self.root, payload=t)
         return t
 
     def all_gather_rows(self, X: torch.Tensor, counts: list[int]) -> torch.Tensor:
@@ -152,7 +162,9 @@ class Communicator:
         block[: X.shape[0]] = X
         out = X.new_empty((rows * self.world_size, *X.shape[1:]))
         fn = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-        self._call(f"all-gather of {out.numel()} values", fn, out, block.contiguous())
+        block = block.contiguous()
+        what = f"all-gather of {out.numel()} values"
+        self._call(what, fn, out, block, payload=block)
         return torch.cat([out[r * rows : r * rows + c] for r, c in enumerate(counts)])
 
 
