@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from embedopt._core import CollectiveError, InvalidParameterError
+from embedopt._core import CollectiveError, DataValidationError, InvalidParameterError
 from embedopt.completion import (
     CompletionProblem,
     DistributedCompletionProblem,
@@ -27,7 +27,13 @@ from embedopt.similarity import run_distributed
 from tests.conftest import fast_start_method, random_entries
 
 OPTIONS = dict(
-    lam=3.0, random_state=0, dtype="float64", device="cpu", max_iter=100, tol=1e-3
+    lam=3.0,
+    random_state=0,
+    dtype="float64",
+    device="cpu",
+    max_iter=100,
+    tol=1e-3,
+    power_iters=1,  # fewer collectives: the tests' time is their latency
 )
 
 
@@ -104,11 +110,38 @@ def _fit(group, random_state=0, lam="auto"):
     }
 
 
+def _solve_local():
+    """The plain solve from this process's rows only (``local=True``)."""
+    train, val = _entries(1), _entries(2)
+    bounds = row_shards(train.rows, 70, dist.get_world_size())
+    a, b = bounds[dist.get_rank()]
+
+    def mine(e):
+        return e.subset((e.rows >= a) & (e.rows < b))
+
+    problem = DistributedCompletionProblem(
+        mine(train),
+        bounds=bounds,
+        local=True,
+        shape=train.shape,
+        validation=mine(val),
+        dtype="float64",
+        device="cpu",
+    )
+    res = ais_impute(problem, process_group="default", **OPTIONS)
+    try:
+        DistributedCompletionProblem(train, bounds=bounds, local=True, shape=(70, 45))
+    except DataValidationError as exc:
+        refused = str(exc)
+    return [t.numpy() for t in res.x], refused
+
+
 def _worker():
     bounds = row_shards(_entries(1).rows, 70, dist.get_world_size())
     return {
         "bounds": bounds,
         "plain": _solve("default"),
+        "local": _solve_local(),
         "weighted": _solve("default", weighted=True),
         "fit": _fit("default"),
         "unseeded": _fit("default", random_state=None, lam=2.0),
@@ -161,6 +194,17 @@ def test_every_process_holds_bitwise_the_same_solution(runs, world, case):
     for out in runs[world][1:]:
         for key in ("U", "s", "V", "objective", "val_rmse"):
             assert np.array_equal(out[case][key], first[key]), key
+
+
+def test_each_process_may_hold_its_rows_only(runs):
+    for out in runs[2]:
+        (U, s, V), refused = out["local"]
+        plain = out["plain"]
+        assert np.array_equal(U, plain["U"])
+        assert np.array_equal(s, plain["s"]) and np.array_equal(V, plain["V"])
+        assert "other rows" in refused
+    with pytest.raises(InvalidParameterError, match="bounds"):
+        DistributedCompletionProblem(_entries(1), local=True, process_group=None)
 
 
 def test_estimator_fit_equals_one_process(runs):

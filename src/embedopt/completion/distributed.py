@@ -108,10 +108,17 @@ def row_shards(rows: np.ndarray, m: int, n_shards: int) -> list[tuple[int, int]]
     return list(itertools.pairwise(cuts))
 
 
-def _local(entries: ObservedEntries, weight, a: int, b: int):
-    """The entries of rows ``a..b-1`` (rows renumbered from 0) and their weights."""
+def _local(entries: ObservedEntries, weight, a: int, b: int, only: bool = False):
+    """The entries of rows ``a..b-1`` (rows renumbered from 0) and their weights;
+    ``only``: there must be no others."""
     rows = entries.indices[:, 0]
     sel = np.flatnonzero((rows >= a) & (rows < b))
+    if only and sel.size != entries.nnz:
+        raise DataValidationError(
+            f"With local=True a process passes the entries of its rows {a}..{b - 1} "
+            f"only; {entries.nnz - sel.size} entries lie in other rows. Pass this "
+            "process's part, or the whole data with local=False."
+        )
     idx = entries.indices[sel].copy()
     idx[:, 0] -= a
     local = ObservedEntries(idx, entries.values[sel], (b - a, entries.shape[1]))
@@ -139,8 +146,9 @@ class _ShardedOperator:
 class DistributedCompletionProblem(CompletionProblem):
     """A matrix completion problem whose rows are spread over a process group.
 
-    Every process builds it with the same arguments (the whole data); it
-    keeps the entries of its block of rows (:func:`row_shards`), and the
+    Every process builds it with the same arguments (the whole data), or
+    with its own rows' entries only (``local=True``); it keeps the entries
+    of its block of rows (:func:`row_shards`), and the
     solvers of :mod:`embedopt.completion` run on it unchanged: its products
     with the sparse part are local, its sums over Omega (loss, validation
     error, ``Z^T Q``, Gram matrices) are all-reduced, so every process gets
@@ -150,7 +158,9 @@ class DistributedCompletionProblem(CompletionProblem):
     ----------
     X : ObservedEntries or any input of
         :func:`~embedopt.data.as_observed_entries`
-        All the training entries of the matrix (the same on every process).
+        All the training entries of the matrix (the same on every process),
+        or with ``local=True`` those of this process's rows (row indices of
+        the whole matrix).
     process_group : "default" or torch.distributed.ProcessGroup
         The processes to spread the rows over (``"default"``: the group of
         ``torch.distributed.init_process_group``).
@@ -158,6 +168,11 @@ class DistributedCompletionProblem(CompletionProblem):
         Every process's block of rows; default :func:`row_shards` of ``X``.
         Problems whose factors are exchanged (a path and its refit) must
         share them.
+    local : bool
+        ``X`` (and ``validation``, ``sample_weight``...) hold only this
+        process's rows, ``bounds[rank]``, e.g. each process read its own
+        part of the data: no process ever holds the whole. Needs ``bounds``
+        and ``shape``.
     loss, validation, shape, device, dtype, sample_weight, validation_weight
         As in :class:`~embedopt.completion.CompletionProblem` (the whole
         arrays; each process keeps its rows' part).
@@ -176,9 +191,11 @@ class DistributedCompletionProblem(CompletionProblem):
     ------
     InvalidParameterError
         Without an initialized process group, with fewer rows than
-        processes, or bad ``bounds``; with NCCL and a CPU device.
+        processes, or bad ``bounds``; with NCCL and a CPU device; with
+        ``local=True`` but no ``bounds`` or ``shape``.
     DataValidationError
-        For a tensor (only matrices are sharded) or bad entries.
+        For a tensor (only matrices are sharded) or bad entries; with
+        ``local=True``, for entries outside this process's rows.
     """
 
     distributed = True
@@ -189,6 +206,7 @@ class DistributedCompletionProblem(CompletionProblem):
         *,
         process_group: GroupLike = "default",
         bounds: list[tuple[int, int]] | None = None,
+        local: bool = False,
         shape: tuple[int, ...] | None = None,
         validation: EntriesLike | None = None,
         sample_weight: ArrayLike | None = None,
@@ -201,6 +219,12 @@ class DistributedCompletionProblem(CompletionProblem):
             if isinstance(process_group, Communicator)
             else Communicator(process_group, owner)
         )
+        if local and (bounds is None or shape is None):
+            raise InvalidParameterError(
+                f"{owner}(local=True) holds one process's rows only: pass "
+                "bounds= (every process's block of rows, the same everywhere) and "
+                "shape= (of the whole matrix)."
+            )
         entries = as_observed_entries(X, shape)
         if entries.ndim != 2:
             raise DataValidationError(
@@ -211,7 +235,7 @@ class DistributedCompletionProblem(CompletionProblem):
         self.bounds = bounds or row_shards(entries.indices[:, 0], m, W)
         _check_bounds(self.bounds, m, W, owner)
         a, b = self.rows = self.bounds[self.comm.rank]
-        local, w = _local(entries, sample_weight, a, b)
+        mine, w = _local(entries, sample_weight, a, b, local)
         val = None
         if validation is not None:
             val_all = as_observed_entries(validation, entries.shape)
@@ -220,9 +244,9 @@ class DistributedCompletionProblem(CompletionProblem):
                     f"Validation entries have shape {val_all.shape} but training "
                     f"entries have shape {entries.shape}."
                 )
-            val, validation_weight = _local(val_all, validation_weight, a, b)
+            val, validation_weight = _local(val_all, validation_weight, a, b, local)
         super().__init__(
-            local,
+            mine,
             validation=val,
             sample_weight=w,
             validation_weight=validation_weight,
