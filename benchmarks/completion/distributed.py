@@ -176,7 +176,7 @@ def table(args, layouts, load) -> str:
             "basis k",
             "entries per process (1e6)",
             "MB sent / iteration / process",
-            "bytes sent / iteration / |Omega|",
+            "bytes sent / iteration / nnz",
             "peak GB / process (above data)",
         ],
         rows,

@@ -14,15 +14,17 @@ what                                        collective          floats
 training loss, validation error             all-reduce          1, 2
 ==========================================  ==================  ============
 
-per iteration (J power iterations, k columns of the basis, 8 bytes a float
-in float64): about ``8 (J + 1) n k`` bytes, independent of |Omega|. ``Z R``
+per iteration (J power iterations, k columns of the basis): about
+``(J + 1) n k`` floats, independent of |Omega|. ``Z R``
 and ``Z^T Q`` are local sparse-plus-low-rank products (``Z`` restricted to
 the process's rows); the thin SVD of the all-reduced ``W`` (n x k), the warm
 start basis from ``V``, the thresholding and the convergence tests are
 computed by every process on bitwise the same inputs, so every process
 takes the same steps (gloo and NCCL hand every process bitwise the same
-sums). The orthonormalization of the row-sharded basis is a distributed
-CholeskyQR2 (TSQR where the Cholesky factorization fails):
+sums; the processes run the same torch build with the same number of
+threads, so that the same inputs give the same bits). The
+orthonormalization of the row-sharded basis is a distributed CholeskyQR2
+(TSQR where the Cholesky factorization fails):
 :func:`~embedopt.linalg.distributed.sharded_orthonormalize`. At the end the
 rows of ``U`` are all-gathered, so every process holds the whole model.
 
@@ -36,7 +38,8 @@ Launch one process per device under ``torchrun`` after
 ``torch.distributed.init_process_group("gloo")`` (CPUs) or ``"nccl"``
 (GPUs, one per process, ``device=f"cuda:{local_rank}"``), or with
 :func:`~embedopt.similarity.run_distributed` for tests and experiments on
-one machine; every process passes the same (whole) data and options.
+one machine; every process passes the same (whole) data and options, or
+its own rows only (``DistributedCompletionProblem(..., local=True)``).
 """
 
 from __future__ import annotations

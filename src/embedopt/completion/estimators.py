@@ -1132,8 +1132,9 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
     Notes
     -----
     With ``process_group``, every solve of the fit (the lambda path, the
-    refit) is data-parallel AIS-Impute (:mod:`embedopt.completion.
-    distributed`): each process keeps a block of rows with their entries,
+    refit) is data-parallel AIS-Impute
+    (:mod:`embedopt.completion.distributed`): each process keeps a block of
+    rows with their entries,
     sums over the observed entries (loss, validation error, ``Z^T Q``) are
     all-reduced, and the rows of ``U_`` are all-gathered at the end, so every
     process holds bitwise the same model, equal to a one-process fit up to
@@ -1142,9 +1143,8 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
     ``random_state`` that is not an int is replaced by a seed drawn on the
     group's first process). Only ``solver="ais_impute"`` runs on a group,
     and ``postprocess="auto"`` scores the raw and post-processed solutions
-    but not the rank-r refinements of :func:`~embedopt.completion.refine`
-    (their ALS has no data-parallel form here); ``partial_fit`` runs in one
-    process.
+    but not the rank-r refinements (``refine``: their ALS has no
+    data-parallel form here); ``partial_fit`` runs in one process.
 
     Examples
     --------
