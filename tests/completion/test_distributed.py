@@ -93,6 +93,7 @@ def _fit(group, random_state=0, lam="auto"):
     model = MatrixCompletion(
         lam,
         n_lambdas=6,
+        scale=True,
         postprocess=True,  # "auto" also tries refinements, one process only
         random_state=random_state,
         dtype="float64",
@@ -105,6 +106,12 @@ def _fit(group, random_state=0, lam="auto"):
         "V": model.V_,
         "lam": model.lam_,
         "center": model.center_,
+        "offsets": np.concatenate(
+            [
+                [model.centering_.mean_, model.centering_.scale_],
+                *model.centering_.offsets_,
+            ]
+        ),
         "path_scores": np.asarray(model.path_["scores"] if model.path_ else []),
         "predict": model.predict([0, 5, 69], [1, 2, 44]),
     }
@@ -217,12 +224,13 @@ def test_estimator_fit_equals_one_process(runs):
         model = (res["U"] * res["s"]) @ res["V"].T
         assert _close(model, (ref["U"] * ref["s"]) @ ref["V"].T)
         assert _close(res["predict"], ref["predict"])
+        assert _close(res["offsets"], ref["offsets"], 1e-9)
 
 
 @pytest.mark.parametrize("case", ["fit", "unseeded"])
 def test_estimator_processes_hold_bitwise_the_same_model(runs, case):
     first, second = (out[case] for out in runs[2])
-    for key in ("U", "s", "V", "predict", "path_scores"):
+    for key in ("U", "s", "V", "predict", "path_scores", "offsets"):
         assert np.array_equal(first[key], second[key]), key
     assert first["lam"] == second["lam"]
 

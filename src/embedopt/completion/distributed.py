@@ -29,8 +29,9 @@ orthonormalization of the row-sharded basis is a distributed CholeskyQR2
 rows of ``U`` are all-gathered, so every process holds the whole model.
 
 The lambda path, the validation error, the post-processing of the singular
-values and the initial ``lambda_max`` run on the same problem object and
-sum over processes the same way: :class:`DistributedCompletionProblem` is a
+values, the initial ``lambda_max`` and the centering's offsets
+(:func:`fit_centering`) sum over processes the same way:
+:class:`DistributedCompletionProblem` is a
 :class:`~embedopt.completion.CompletionProblem` whose sums over Omega are
 all-reduced, and every solver piece that takes a problem takes it.
 
@@ -61,6 +62,7 @@ from ..data import ObservedEntries, as_observed_entries
 from ..linalg import SparsePlusLowRank
 from ..linalg.distributed import Communicator, GroupLike, sharded_orthonormalize
 from .binary import LossCentering
+from .centering import Centering
 from .problem import CompletionProblem, EntriesLike, Factors, Unfolding
 
 __all__ = ["DistributedCompletionProblem", "row_shards"]
@@ -450,12 +452,6 @@ def distributed_problems(
         For offsets inside a +/-1 loss (``center="both"`` with a +/-1 loss):
         one process only.
     """
-    if isinstance(centering, LossCentering) and centering.center != "none":
-        raise InvalidParameterError(
-            "MatrixCompletion(process_group=...) with a +/-1 loss takes "
-            "center='none' only: the offsets inside the loss have no "
-            "data-parallel form here. Pass center='none', or fit in one process."
-        )
     bounds = row_shards(train.indices[:, 0], train.shape[0], comm.world_size)
     held = None if validation is None else centering.transform(validation)
     problem = DistributedCompletionProblem(
@@ -477,3 +473,64 @@ def distributed_problems(
         **options,
     )
     return problem, refit_problem
+
+
+def fit_centering(
+    centering: Centering,
+    train: ObservedEntries,
+    weight: np.ndarray | None,
+    comm: Communicator | None,
+) -> Centering:
+    """``centering.fit(train, weight)``, over the processes of ``comm``.
+
+    With a group, each process fits on the entries of its rows (the blocks
+    of :func:`row_shards`, as the problems keep them) and the sums over
+    entries are all-reduced, so every process holds the same offsets.
+
+    Parameters
+    ----------
+    centering : Centering
+        Unfitted.
+    train : ObservedEntries
+        All the training entries.
+    weight : numpy.ndarray or None
+    comm : Communicator or None
+
+    Returns
+    -------
+    Centering
+        Fitted.
+
+    Raises
+    ------
+    InvalidParameterError
+        With a group, for offsets inside a +/-1 loss.
+    """
+    if comm is None:
+        return centering.fit(train, weight)
+    if isinstance(centering, LossCentering) and centering.center != "none":
+        raise InvalidParameterError(
+            "MatrixCompletion(process_group=...) with a +/-1 loss takes "
+            "center='none' only: the offsets inside the loss have no "
+            "data-parallel form here. Pass center='none', or fit in one process."
+        )
+    bounds = row_shards(train.indices[:, 0], train.shape[0], comm.world_size)
+    a, b = bounds[comm.rank]
+    rows = train.indices[:, 0]
+    sel = np.flatnonzero((rows >= a) & (rows < b))
+    mine = train.subset(sel)
+    w = None if weight is None else np.asarray(weight)[sel]
+    device = _collective_device(comm)
+
+    def all_reduce(values: np.ndarray) -> np.ndarray:
+        t = torch.as_tensor(values, dtype=torch.float64, device=device)
+        return comm.all_reduce(t)[0].cpu().numpy()
+
+    return centering.fit(mine, w, all_reduce=all_reduce)
+
+
+def _collective_device(comm: Communicator) -> torch.device:
+    """Where a collective's tensors live: CUDA for NCCL, else the CPU."""
+    if comm.active and comm.world_size > 1 and dist.get_backend(comm.group) == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")

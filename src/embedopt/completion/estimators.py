@@ -56,7 +56,7 @@ from .centering import (
     choose_centering,
     split_weighted,
 )
-from .distributed import shared_seed
+from .distributed import fit_centering, shared_seed
 from .fold_in import as_svd, fold_in_factors, grown_factors
 from .losses import LOSSES, Loss, get_loss
 from .path import (
@@ -385,9 +385,12 @@ class _CompletionEstimator(BaseEstimator):
             sample_weight=w_train,
             validation_weight=w_val,
         )
-        self.centering_ = make_centering(
-            self.center_, loss, self.scale, self.center_reg
-        ).fit(train, w_train)
+        self.centering_ = fit_centering(
+            make_centering(self.center_, loss, self.scale, self.center_reg),
+            train,
+            w_train,
+            comm,
+        )
         # The refit uses every entry: a held-out part of entries is in entries.
         refit = w_refit = None
         if self.lam == "auto" and self.refit:
@@ -1138,10 +1141,12 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
     sums over the observed entries (loss, validation error, ``Z^T Q``) are
     all-reduced, and the rows of ``U_`` are all-gathered at the end, so every
     process holds bitwise the same model, equal to a one-process fit up to
-    rounding. The split, the centering and the seen pairs of ``recommend``
-    are computed by every process on the whole data (the same on each; a
-    ``random_state`` that is not an int is replaced by a seed drawn on the
-    group's first process). Only ``solver="ais_impute"`` runs on a group,
+    rounding. The centering is fitted the same way (each process on its
+    rows' entries, the sums all-reduced); the split, the choice of
+    ``center="auto"`` and the seen pairs of ``recommend`` are computed by
+    every process on the whole data (the same on each; a ``random_state``
+    that is not an int is replaced by a seed drawn on the group's first
+    process). Only ``solver="ais_impute"`` runs on a group,
     and ``postprocess="auto"`` scores the raw and post-processed solutions
     but not the rank-r refinements (``refine``: their ALS has no
     data-parallel form here); ``partial_fit`` runs in one process.
