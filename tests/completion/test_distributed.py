@@ -298,6 +298,27 @@ def _refusals():
     return out
 
 
+def _few_validation_rows(group):
+    """Validation entries in the first rows only: one process holds none."""
+    val = _entries(2)
+    val = val.subset(val.rows < 5)
+    res = ais_impute(_entries(1), validation=val, process_group=group, **OPTIONS)
+    return np.asarray(res.history["val_rmse"])
+
+
+def test_a_process_without_validation_entries():
+    ref = _few_validation_rows(None)
+    out = run_distributed(
+        _few_validation_rows,
+        2,
+        args=("default",),
+        threads=1,
+        start_method=fast_start_method(),
+    )
+    for scores in out:
+        assert _close(scores, ref, 1e-9)
+
+
 def test_one_process_options_are_refused_on_a_group():
     messages = run_distributed(
         _refusals, 2, threads=1, start_method=fast_start_method()

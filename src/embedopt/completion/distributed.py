@@ -126,7 +126,9 @@ def _local(entries: ObservedEntries, weight, a: int, b: int, only: bool = False)
         )
     idx = entries.indices[sel].copy()
     idx[:, 0] -= a
-    local = ObservedEntries(idx, entries.values[sel], (b - a, entries.shape[1]))
+    # validated as a whole; a block may hold none of them
+    shape = (b - a, entries.shape[1])
+    local = ObservedEntries(idx, entries.values[sel], shape, validate=False)
     return local, None if weight is None else np.asarray(weight)[sel]
 
 
