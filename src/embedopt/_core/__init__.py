@@ -7,6 +7,7 @@ from .deprecation import renamed_parameters
 from .device import DeviceLike, DtypeLike, resolve_device, resolve_dtype, to_numpy
 from .docs import RUN_PARAMETERS_DOC, fill_doc
 from .exceptions import (
+    CollectiveError,
     ConvergenceWarning,
     DataValidationError,
     DataWarning,
@@ -38,6 +39,7 @@ __all__ = [
     "RUN_CONSTRAINTS",
     "RUN_PARAMETERS_DOC",
     "BaseEstimator",
+    "CollectiveError",
     "ConvergenceWarning",
     "DataValidationError",
     "DataWarning",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "CollectiveError",
     "ConvergenceWarning",
     "DataValidationError",
     "DataWarning",
@@ -50,6 +51,14 @@ class NumericalInstabilityError(EmbedoptError, FloatingPointError):
     """A solver produced a NaN or infinite objective and stopped.
 
     The message names the likely cause (step size, scaling of the data).
+    """
+
+
+class CollectiveError(EmbedoptError, RuntimeError):
+    """A collective of a ``torch.distributed`` process group failed.
+
+    Another process died, or did not reach the same collective within the
+    group's timeout; the message names the collective and what to check.
     """
 
 

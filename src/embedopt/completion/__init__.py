@@ -7,6 +7,7 @@ from .centering import (
     CenteringSelection,
     select_centering,
 )
+from .distributed import DistributedCompletionProblem, row_shards
 from .estimators import MatrixCompletion, TensorCompletion
 from .losses import LOSSES, LogisticLoss, Loss, SquaredHingeLoss, SquareLoss, get_loss
 from .nonconvex import dc_completion, irnn
@@ -41,6 +42,7 @@ __all__ = [
     "CenteringSelection",
     "CompletionFit",
     "CompletionProblem",
+    "DistributedCompletionProblem",
     "LogSumPenalty",
     "LogisticLoss",
     "Loss",
@@ -68,6 +70,7 @@ __all__ = [
     "postprocess",
     "proximal_completion",
     "resolve_solver",
+    "row_shards",
     "select_centering",
     "soft_impute",
 ]

@@ -8,6 +8,7 @@ predictions are mapped back.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,7 +92,11 @@ class Centering:
         }[self.center]
 
     def fit(
-        self, entries: ObservedEntries, sample_weight: ArrayLike | None = None
+        self,
+        entries: ObservedEntries,
+        sample_weight: ArrayLike | None = None,
+        *,
+        all_reduce: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> Centering:
         """Fit the offsets (and scale) to observed entries.
 
@@ -102,6 +107,13 @@ class Centering:
             Weights of the entries: the mean, the offsets (weighted sums of
             residuals over ``sum w + reg``) and the standard deviation are
             weighted; a weight-0 entry is ignored.
+        all_reduce : callable, optional
+            The elementwise sum of a float64 array over the processes of a
+            group (:mod:`embedopt.completion.distributed`): ``entries`` are
+            then this process's part (indices in the whole shape), every
+            sum over entries goes through it, and every process fits the
+            offsets of all the entries (equal to one process's up to the
+            rounding of the sums).
 
         Returns
         -------
@@ -109,13 +121,20 @@ class Centering:
         """
         idx, v = entries.indices, entries.values.astype(np.float64)
         w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
-        self.mean_ = _mean(v, w) if self.center != "none" else 0.0
+        mean, std, total = _mean, _std, _identity
+        if all_reduce is not None:
+            mean, std = (
+                _summed(_group_mean, all_reduce),
+                _summed(_group_std, all_reduce),
+            )
+            total = all_reduce
+        self.mean_ = mean(v, w) if self.center != "none" else 0.0
         offsets = [np.zeros(n) for n in entries.shape]
         modes = self._modes(entries.ndim)
         res = v - self.mean_
         counts = {
             d: np.maximum(
-                np.bincount(idx[:, d], weights=w, minlength=entries.shape[d])
+                total(np.bincount(idx[:, d], weights=w, minlength=entries.shape[d]))
                 + self.reg,
                 1e-12,
             )
@@ -132,14 +151,14 @@ class Centering:
                 partial = res - (fitted - at[d])
                 wp = partial if w is None else w * partial
                 offsets[d] = (
-                    np.bincount(cols[d], weights=wp, minlength=entries.shape[d])
+                    total(np.bincount(cols[d], weights=wp, minlength=entries.shape[d]))
                     / counts[d]
                 )
                 at[d] = offsets[d][cols[d]]
                 fitted = sum(at[k] for k in modes)
         self.offsets_ = offsets
         centered = res - fitted
-        sd = _std(centered, w) if self.scale else 1.0
+        sd = std(centered, w) if self.scale else 1.0
         self.scale_ = sd if sd > 0 else 1.0
         return self
 
@@ -237,6 +256,27 @@ def _std(v: np.ndarray, w: np.ndarray | None) -> float:
     if w is None:
         return float(v.std())
     return float(np.sqrt(_mean((v - _mean(v, w)) ** 2, w)))
+
+
+def _identity(a: np.ndarray) -> np.ndarray:
+    return a
+
+
+def _summed(fn, all_reduce):
+    return lambda v, w: fn(v, w, all_reduce)
+
+
+def _group_mean(v: np.ndarray, w: np.ndarray | None, all_reduce) -> float:
+    """:func:`_mean` of the entries of every process (``all_reduce`` sums)."""
+    sums = np.array([v.sum(), v.size] if w is None else [np.sum(w * v), w.sum()])
+    total, count = all_reduce(sums)
+    return float(total / count)
+
+
+def _group_std(v: np.ndarray, w: np.ndarray | None, all_reduce) -> float:
+    """:func:`_std` of the entries of every process (``all_reduce`` sums)."""
+    mean = _group_mean(v, w, all_reduce)
+    return float(np.sqrt(_group_mean((v - mean) ** 2, w, all_reduce)))
 
 
 def split_weighted(

@@ -10,6 +10,7 @@ from typing import ClassVar, Literal
 import numpy as np
 import scipy.sparse as sp
 import torch
+import torch.distributed as dist
 from numpy.typing import ArrayLike
 
 from .._core import (
@@ -28,6 +29,7 @@ from .._core import (
     check_is_fitted,
     check_memory,
     check_sample_weight,
+    resolve_fit_context,
     to_numpy,
     validate_params,
 )
@@ -43,6 +45,7 @@ from ..data.frames import (
     map_id_columns,
     public_ids,
 )
+from ..linalg.distributed import Communicator
 from ..metrics import rmse
 from ..nn import RetrievalMixin
 from ..optim import IterationState
@@ -53,6 +56,7 @@ from .centering import (
     choose_centering,
     split_weighted,
 )
+from .distributed import fit_centering, shared_seed
 from .fold_in import as_svd, fold_in_factors, grown_factors
 from .losses import LOSSES, Loss, get_loss
 from .path import (
@@ -68,6 +72,8 @@ from .proximal import check_mode_weights, default_mode_weights
 from .solvers import SOLVERS, resolve_solver
 
 __all__ = ["MatrixCompletion", "TensorCompletion"]
+
+_PROCESS_GROUP = getattr(dist, "ProcessGroup", None) if dist.is_available() else None
 
 #: Bytes per row and per column of each unfolding that a fit needs at least:
 #: the float64 counts and sums of the centering, the CSR row pointers, and the
@@ -363,10 +369,10 @@ class _CompletionEstimator(BaseEstimator):
                 )
         return train, held
 
-    def _problems(self, entries, weight, validation, ctx, loss, center):
+    def _problems(self, entries, weight, validation, ctx, loss, center, comm=None):
         """Split, choose and fit the centering, and build the training problem
         and the refit problem on every entry (None unless ``lam="auto"`` with
-        ``refit``)."""
+        ``refit``); over the processes of ``comm`` when there is one."""
         (train, w_train), (val, w_val) = self._split(
             entries, weight, validation, ctx.random_state
         )
@@ -379,9 +385,12 @@ class _CompletionEstimator(BaseEstimator):
             sample_weight=w_train,
             validation_weight=w_val,
         )
-        self.centering_ = make_centering(
-            self.center_, loss, self.scale, self.center_reg
-        ).fit(train, w_train)
+        self.centering_ = fit_centering(
+            make_centering(self.center_, loss, self.scale, self.center_reg),
+            train,
+            w_train,
+            comm,
+        )
         # The refit uses every entry: a held-out part of entries is in entries.
         refit = w_refit = None
         if self.lam == "auto" and self.refit:
@@ -403,6 +412,7 @@ class _CompletionEstimator(BaseEstimator):
             sample_weight=w_train,
             validation_weight=w_val,
             refit_weight=w_refit,
+            process_group=comm,
         )
 
     def fit(
@@ -462,6 +472,7 @@ class _CompletionEstimator(BaseEstimator):
         """
         ctx = self._start_fit()
         loss, center = self._check_loss()
+        comm, ctx = self._group(ctx)
         entries = self._fit_entries(X, y, shape)
         _check_size(type(self).__name__, entries.shape, ctx.device)
         loss.check_labels(entries.values)
@@ -474,7 +485,7 @@ class _CompletionEstimator(BaseEstimator):
                 unit="entry",
             )
         problem, refit_problem = self._problems(
-            entries, weight, validation, ctx, loss, center
+            entries, weight, validation, ctx, loss, center, comm
         )
         solver = resolve_solver(self.solver)
         fitted = fit_path(
@@ -493,9 +504,16 @@ class _CompletionEstimator(BaseEstimator):
         self.path_ = None if fitted.path is None else fitted.path.summary()
         self._loss, self.shape_ = loss, entries.shape
         self._store_result(fitted.result, solver=solver)
-        self._export(fitted.factors)
+        factors = fitted.factors
+        if comm is not None:  # this process's rows of U -> all of them
+            factors = problem.gather_factors(factors)
+        self._export(factors)
         self._remember_entries(entries, weight)
         return self
+
+    def _group(self, ctx):
+        """``(communicator, context)``: no group, or its checks and one seed."""
+        return None, ctx
 
     def _remember_entries(self, entries: ObservedEntries, weight) -> None:
         """Keep what later methods need of the training entries (nothing)."""
@@ -1063,6 +1081,13 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
     verbose : int
     callback : callable, optional
         Called after every solver iteration (see :mod:`embedopt.optim`).
+    process_group : None, "default" or torch.distributed.ProcessGroup
+        Data-parallel fit (see Notes): None fits in this process;
+        ``"default"`` spreads the rows over the default process group
+        (``torch.distributed.init_process_group``, e.g. under ``torchrun``),
+        a group object over that group. Every process of the group calls
+        ``fit`` with the same data and parameters and ends with the same
+        model.
 
     Attributes
     ----------
@@ -1107,6 +1132,25 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
     sample_weight_ : numpy.ndarray or None
         Their weights (None: all 1).
 
+    Notes
+    -----
+    With ``process_group``, every solve of the fit (the lambda path, the
+    refit) is data-parallel AIS-Impute
+    (:mod:`embedopt.completion.distributed`): each process keeps a block of
+    rows with their entries,
+    sums over the observed entries (loss, validation error, ``Z^T Q``) are
+    all-reduced, and the rows of ``U_`` are all-gathered at the end, so every
+    process holds bitwise the same model, equal to a one-process fit up to
+    rounding. The centering is fitted the same way (each process on its
+    rows' entries, the sums all-reduced); the split, the choice of
+    ``center="auto"`` and the seen pairs of ``recommend`` are computed by
+    every process on the whole data (the same on each; a ``random_state``
+    that is not an int is replaced by a seed drawn on the group's first
+    process). Only ``solver="ais_impute"`` runs on a group,
+    and ``postprocess="auto"`` scores the raw and post-processed solutions
+    but not the rank-r refinements (``refine``: their ALS has no
+    data-parallel form here); ``partial_fit`` runs in one process.
+
     Examples
     --------
     >>> from embedopt.data import make_low_rank_matrix
@@ -1137,6 +1181,15 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
         "refit": ["boolean"],
         "unknown": [Options(UNKNOWN_POLICIES)],
         **RUN_CONSTRAINTS,
+        "process_group": [
+            None,
+            Options(["default"]),
+            *(
+                [InstanceOf(_PROCESS_GROUP, "a torch.distributed.ProcessGroup")]
+                if _PROCESS_GROUP is not None
+                else []
+            ),
+        ],
     }
 
     def __init__(
@@ -1165,8 +1218,26 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
         dtype: DtypeLike = "float32",
         verbose: int = 0,
         callback: Callable[[IterationState], bool | None] | None = None,
+        process_group: Literal["default"] | dist.ProcessGroup | None = None,
     ):
         self._store_params(locals())
+
+    def _group(self, ctx):
+        """``(communicator, context)`` of ``process_group``, checked before any
+        work; the context's seed is the group's first process's."""
+        if self.process_group is None:
+            return None, ctx
+        owner = type(self).__name__
+        comm = Communicator(self.process_group, owner)
+        if resolve_solver(self.solver) != "ais_impute":
+            raise InvalidParameterError(
+                f"{owner}: solver={self.solver!r} runs in one process only; with a "
+                "process_group use 'ais_impute' or 'auto'."
+            )
+        seed = shared_seed(self.random_state, comm, ctx.device)
+        return comm, resolve_fit_context(
+            random_state=seed, device=ctx.device, dtype=ctx.dtype, owner=owner
+        )
 
     def _export(self, factors) -> None:
         self.factors_ = tuple(factors)

@@ -30,9 +30,11 @@ from .._core import (
     validate_params,
 )
 from ..data import ObservedEntries
+from ..linalg.distributed import Communicator
 from ..optim import SolverResult
 from .binary import LossCentering, offset_problems
 from .centering import Centering
+from .distributed import distributed_problems
 from .losses import Loss, SquareLoss
 from .postprocess import postprocess as _postprocess
 from .postprocess import refine as _refine
@@ -395,6 +397,8 @@ class _Refinements:
             postprocess == "auto"
             and isinstance(problem.loss, SquareLoss)
             and len(problem.unfoldings) == 1
+            # refine's ALS has no data-parallel form here
+            and not problem.distributed
         )
         self.tried: set[int] = set()
 
@@ -781,6 +785,7 @@ def completion_problems(
     sample_weight: np.ndarray | None = None,
     validation_weight: np.ndarray | None = None,
     refit_weight: np.ndarray | None = None,
+    process_group: Communicator | None = None,
 ) -> tuple[CompletionProblem, CompletionProblem | None]:
     """The problems a fit solves, on the centered scale: path (or solve) and refit.
 
@@ -797,12 +802,27 @@ def completion_problems(
     sample_weight, validation_weight, refit_weight : numpy.ndarray, optional
         The weights of ``train``, ``validation`` and ``refit`` entries (see
         :class:`CompletionProblem`).
+    process_group : Communicator, optional
+        Build :class:`~embedopt.completion.DistributedCompletionProblem`
+        over its processes, the two with the same rows per process.
 
     Returns
     -------
     problem, refit_problem : CompletionProblem, CompletionProblem or None
     """
     options = {"loss": loss, "device": device, "dtype": dtype}
+    if process_group is not None:
+        return distributed_problems(
+            centering,
+            train,
+            validation,
+            refit,
+            process_group,
+            **options,
+            sample_weight=sample_weight,
+            validation_weight=validation_weight,
+            refit_weight=refit_weight,
+        )
     if isinstance(centering, LossCentering) and centering.center != "none":
         weights = dict(
             sample_weight=sample_weight,

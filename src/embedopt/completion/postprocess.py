@@ -46,7 +46,7 @@ def _design_gram(problem: CompletionProblem, U, V, chunk_elems: int = 1 << 24):
         WD = D if w is None else D * w[s : s + step, None].double()
         G += WD.T @ D
         b += WD.T @ problem.y[s : s + step].double()
-    return G, b
+    return problem.all_reduce(G, b)
 
 
 def postprocess(
@@ -128,14 +128,14 @@ def _theta_cg(problem: CompletionProblem, U, s, V) -> torch.Tensor:
     w = None if problem.weight is None else problem.weight.double()
 
     def Dt(r):
-        return (U64 * pat.matmul(r, V64)).sum(0)
+        return problem.all_reduce((U64 * pat.matmul(r, V64)).sum(0))[0]
 
     def DtD(theta):
         r = pat.sampled_dot(U64 * theta, V64)
         return Dt(r if w is None else w * r)
 
     ones = torch.ones_like(y) if w is None else w
-    diag = (U64**2 * pat.matmul(ones, V64**2)).sum(0)
+    (diag,) = problem.all_reduce((U64**2 * pat.matmul(ones, V64**2)).sum(0))
     res = cg(
         DtD,
         Dt(y if w is None else w * y),
@@ -181,7 +181,7 @@ def _refit_lbfgs(problem: CompletionProblem, factors: list, max_iter, tol):
             (U * unf.pattern.matmul(unf.to_block(g), V)).sum(0)
             for unf, (U, _, V) in zip(problem.unfoldings, cand, strict=True)
         ]
-        return problem.loss_total(x), torch.cat(grads)
+        return problem.loss_total(x), problem.all_reduce(torch.cat(grads))[0]
 
     theta0 = torch.cat([f[1] for f in factors])
     # A best-effort refit: a partial one is kept only if it lowers the loss

@@ -368,10 +368,53 @@ class CompletionProblem:
                 dtype=self.dtype,
                 device="cpu" if generator is None else generator.device,
             )
-            op = SparsePlusLowRank.from_terms(unf.pattern, unf.to_block(g), [])
+            op = self.operator(unf, g, [])
             Q = power_method(op, R.to(self.device), n_iter)
             out.append(float(torch.linalg.vector_norm(op.rmatmul(Q))))
         return out[0] if self.ndim == 2 else out
+
+    # -- the hooks of data-parallel problems (completion.distributed) ---------------
+    #: Whether the entries are spread over the processes of a group (then
+    #: every sum over Omega goes through :meth:`all_reduce`).
+    distributed: bool = False
+
+    def operator(
+        self,
+        unf: Unfolding,
+        values: torch.Tensor,
+        terms: list[tuple[float, torch.Tensor, torch.Tensor]],
+    ) -> SparsePlusLowRank:
+        """``P_Omega(values) + sum_i c_i U_i V_i^T`` on one unfolding.
+
+        Parameters
+        ----------
+        unf : Unfolding
+        values : torch.Tensor, shape (nnz,)
+            Values on Omega in canonical order.
+        terms : list of (float, Tensor, Tensor)
+            See :meth:`~embedopt.linalg.SparsePlusLowRank.from_terms`.
+
+        Returns
+        -------
+        SparsePlusLowRank
+            (A data-parallel problem returns an operator whose products
+            with Z^T are summed over the processes.)
+        """
+        return SparsePlusLowRank.from_terms(unf.pattern, unf.to_block(values), terms)
+
+    def all_reduce(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Sums over the observed entries of every process: here, the inputs.
+
+        Parameters
+        ----------
+        *tensors : torch.Tensor
+            Partial sums over this process's entries.
+
+        Returns
+        -------
+        tuple of torch.Tensor
+        """
+        return tensors
 
     def __repr__(self) -> str:
         return (

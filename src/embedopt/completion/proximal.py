@@ -37,7 +37,6 @@ from .._core import (
     resolve_random_state,
     validate_params,
 )
-from ..linalg import SparsePlusLowRank
 from ..optim import (
     GeometricContinuation,
     IterationState,
@@ -241,9 +240,7 @@ class _CompletionStep:
             terms = [(1 + theta, c.Us, c.V), (-theta, p.Us, p.V)]
             if self.linear is not None:
                 terms.append((mu * lam_d, self.linear[0], self.linear[1]))
-            op = SparsePlusLowRank.from_terms(
-                unf.pattern, unf.to_block(sparse_vals), terms
-            )
+            op = self.problem.operator(unf, sparse_vals, terms)
             w = (
                 self.regularizer.weights(c.s)
                 if self.regularizer is not None

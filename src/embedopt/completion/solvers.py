@@ -13,10 +13,21 @@ a :class:`~embedopt.completion.CompletionProblem`), an optional start
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Literal
 
-from .._core import DeviceLike, DtypeLike, RandomStateLike, Registry
+import torch.distributed as dist
+
+from .._core import (
+    DeviceLike,
+    DtypeLike,
+    InvalidParameterError,
+    RandomStateLike,
+    Registry,
+)
 from ..optim import IterationState, SolverResult
 from .baselines import ais_impute_exact, apg, soft_impute
+from .distributed import ais_impute_on_group
 from .losses import Loss
 from .problem import CompletionProblem, EntriesLike, Factors
 from .proximal import _METHODS, _run
@@ -52,6 +63,7 @@ def ais_impute(
     mode_weights: Sequence[float] | None = None,
     device: DeviceLike = "auto",
     dtype: DtypeLike = None,
+    process_group: Literal["default"] | dist.ProcessGroup | None = None,
 ) -> SolverResult:
     """AIS-Impute: accelerated inexact Soft-Impute (Algorithms 3-4 of Yao & Kwok).
 
@@ -116,6 +128,16 @@ def ais_impute(
         :func:`~embedopt.completion.default_mode_weights`).
     device : {"auto", "cpu", "cuda"} or torch.device
     dtype : {"float32", "float64"}
+    process_group : None, "default" or torch.distributed.ProcessGroup
+        Data-parallel AIS-Impute on a matrix: every process of the group
+        (``"default"``: of ``torch.distributed.init_process_group``) calls
+        ``ais_impute`` with the same data and options; each keeps a block of
+        rows with their entries, the sums over Omega are all-reduced, and
+        every process returns the same solution (all of ``U``), equal to the
+        one-process solution up to rounding (see
+        :mod:`embedopt.completion.distributed`). A ``random_state`` that is
+        not an int is replaced by a seed drawn on the group's first process.
+        Not with ``exact_svt``.
 
     Returns
     -------
@@ -129,8 +151,21 @@ def ais_impute(
     >>> res = ais_impute(prob.observed, lam=5.0, random_state=0)
     >>> U, s, V = res.x
     """
-    return _run(
-        "ais_impute_exact" if exact_svt else "ais_impute",
+    if process_group is not None:
+        if exact_svt:
+            raise InvalidParameterError(
+                "ais_impute(exact_svt=True) runs in one process only: its Lanczos "
+                "SVD has no data-parallel form here. Drop process_group or "
+                "exact_svt."
+            )
+        solve = partial(
+            ais_impute_on_group,
+            process_group=process_group,
+            run=partial(_run, "ais_impute"),
+        )
+    else:
+        solve = partial(_run, "ais_impute_exact" if exact_svt else "ais_impute")
+    return solve(
         X,
         init,
         max_iter=max_iter,

@@ -5,6 +5,7 @@ tuples of tensors, in :mod:`embedopt.linalg.points`)."""
 from . import points
 from .cg import CGResult, cg
 from .diagonal import hutchinson_diagonal
+from .distributed import Communicator, sharded_orthonormalize
 from .normal_equations import (
     psd_solve,
     sparse_normal_equations,
@@ -38,6 +39,7 @@ from .topk import top_k_inner_products
 
 __all__ = [
     "CGResult",
+    "Communicator",
     "DenseOperator",
     "MatrixOperator",
     "SparsePattern",
@@ -63,6 +65,7 @@ __all__ = [
     "project_psd",
     "psd_solve",
     "reorthogonalize",
+    "sharded_orthonormalize",
     "shrink",
     "sparse_normal_equations",
     "sparse_normal_equations_cg",

@@ -190,7 +190,8 @@ def power_method(op: MatrixOperator, R: torch.Tensor, n_iter: int = 3) -> torch.
     Parameters
     ----------
     op : operator
-        The matrix Z (m x n).
+        The matrix Z (m x n). One with an ``orthonormalize(X, passes)``
+        method (rows spread over processes) uses it for the ``QR(.)``.
     R : torch.Tensor, shape (n, k)
         Warm start.
     n_iter : int
@@ -205,9 +206,12 @@ def power_method(op: MatrixOperator, R: torch.Tensor, n_iter: int = 3) -> torch.
     # Every basis but the last only has to span the right subspace without
     # losing its small directions to rounding: one float64 Cholesky pass
     # does that (orthogonal to cond^2 * 1e-16) at about half the cost of two.
-    Q = _qr(op.matmul(R), passes=1 if n_iter else 2)
+    # An operator whose rows are spread over processes orthonormalizes its
+    # own way (embedopt.completion.distributed).
+    qr = getattr(op, "orthonormalize", _qr)
+    Q = qr(op.matmul(R), passes=1 if n_iter else 2)
     for j in range(n_iter):
-        Q = _qr(op.matmul(op.rmatmul(Q)), passes=2 if j == n_iter - 1 else 1)
+        Q = qr(op.matmul(op.rmatmul(Q)), passes=2 if j == n_iter - 1 else 1)
     return Q
 
 

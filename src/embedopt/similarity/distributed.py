@@ -451,7 +451,8 @@ def run_distributed(
     -------
     list
         ``fn``'s return value on each process, by rank (they travel back
-        through ``torch.save``, so tensors are fine).
+        through ``torch.save``, so tensors are fine); None for a process
+        that exited with status 0 before returning.
 
     Raises
     ------
@@ -504,9 +505,11 @@ def run_distributed(
             join=True,
             start_method=start_method,
         )
+        # A process that exited with status 0 without returning (os._exit,
+        # e.g. a test of what its death does to the others) left no file.
+        files = [Path(folder) / f"{r}.pt" for r in range(world_size)]
         return [
-            torch.load(Path(folder) / f"{r}.pt", weights_only=False)
-            for r in range(world_size)
+            torch.load(f, weights_only=False) if f.exists() else None for f in files
         ]
 
 
