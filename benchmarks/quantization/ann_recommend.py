@@ -64,11 +64,17 @@ def _recall(ids, exact) -> float:
     )
 
 
-def _timed(fn, n_queries):
-    t = time.perf_counter()
+def _timed(fn, n_queries, repeats: int = 3):
+    """The result of ``fn`` and its queries per second: one warm-up call,
+    then the median of ``repeats`` timed calls (the shared machine's load
+    makes single calls vary by 2x)."""
     out = fn()
-    dt = time.perf_counter() - t
-    return out, n_queries / dt
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return out, n_queries / float(np.median(times))
 
 
 def _ours(X, Q, exact, M, probes, rerank, seed):

@@ -57,7 +57,7 @@ from .centering import (
     split_weighted,
 )
 from .distributed import fit_centering, shared_seed
-from .fold_in import as_svd, fold_in_factors, grown_factors
+from .fold_in import as_svd, fold_in_factors, grown_factors, refit_centering
 from .losses import LOSSES, Loss, get_loss
 from .path import (
     completion_problems,
@@ -762,9 +762,15 @@ class _CompletionEstimator(BaseEstimator):
         ``folded``: rows were added to the factors (an SVD again first)."""
         ctx = self._start_fit()
         entries, w = self.entries_, self.sample_weight_
-        self.centering_ = make_centering(
-            self.center_, self._loss, self.scale, self.center_reg
-        ).fit(entries, w)
+        self.centering_ = refit_centering(
+            getattr(self, "centering_", None),
+            self.center_,
+            self._loss,
+            self.scale,
+            self.center_reg,
+            entries,
+            w,
+        )
         problem = CompletionProblem(
             self.centering_.transform(entries),
             loss=self._loss,

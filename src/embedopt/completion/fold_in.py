@@ -34,9 +34,17 @@ import torch
 from .._core import ConvergenceWarning, DataValidationError
 from ..linalg import psd_solve
 from ..optim import lbfgs
+from .binary import make_centering
+from .centering import Centering
 from .losses import Loss, SquareLoss
 
-__all__ = ["as_svd", "fold_in_factors", "grown_factors", "solve_rows"]
+__all__ = [
+    "as_svd",
+    "fold_in_factors",
+    "grown_factors",
+    "refit_centering",
+    "solve_rows",
+]
 
 
 def solve_rows(
@@ -307,3 +315,41 @@ def as_svd(
     keep = sv > sv[:1] * 1e-12
     dt = U.dtype
     return (Qa @ u)[:, keep].to(dt), sv[keep].to(dt), (Qb @ vt.T)[:, keep].to(dt)
+
+
+def refit_centering(
+    previous, center: str, loss: Loss, scale: bool, reg: float, entries, weight
+):
+    """The centering of ``partial_fit(refit="all")``: fitted again on every
+    entry, warm-started from ``previous`` where it is a plain
+    :class:`~embedopt.completion.centering.Centering` of the same mode.
+
+    A warm start runs ``WARM_SWEEPS`` alternating sweeps from the old offsets
+    instead of ``n_sweeps`` from zero (:meth:`Centering.fit`'s ``init``): the
+    new entries move the offsets a little, and the sweeps that a cold fit
+    spends getting near them were the largest part of the refit's setup.
+    Offsets inside a +/-1 loss are fitted cold.
+
+    Parameters
+    ----------
+    previous : Centering or None
+        The fitted model's ``centering_``.
+    center, loss, scale, reg
+        The fit's resolved centering mode, loss, ``scale`` and ``center_reg``.
+    entries : ObservedEntries
+        Every training entry (old and new).
+    weight : numpy.ndarray or None
+
+    Returns
+    -------
+    Centering
+        Fitted.
+    """
+    fresh = make_centering(center, loss, scale, reg)
+    warm = (
+        type(fresh) is Centering
+        and type(previous) is Centering
+        and previous.center == center
+        and hasattr(previous, "offsets_")
+    )
+    return fresh.fit(entries, weight, **({"init": previous} if warm else {}))
