@@ -34,6 +34,7 @@ import torch
 from .._core import ConvergenceWarning, DataValidationError
 from ..linalg import psd_solve
 from ..optim import lbfgs
+from ..data import ObservedEntries
 from .binary import make_centering
 from .centering import Centering
 from .losses import Loss, SquareLoss
@@ -318,8 +319,14 @@ def as_svd(
 
 
 def refit_centering(
-    previous, center: str, loss: Loss, scale: bool, reg: float, entries, weight
-):
+    previous: Centering | None,
+    center: str,
+    loss: Loss,
+    scale: bool,
+    reg: float,
+    entries: ObservedEntries,
+    weight: np.ndarray | None,
+) -> Centering:
     """The centering of ``partial_fit(refit="all")``: fitted again on every
     entry, warm-started from ``previous`` where it is a plain
     :class:`~embedopt.completion.centering.Centering` of the same mode.
