@@ -32,9 +32,9 @@ import numpy as np
 import torch
 
 from .._core import ConvergenceWarning, DataValidationError
+from ..data import ObservedEntries
 from ..linalg import psd_solve
 from ..optim import lbfgs
-from ..data import ObservedEntries
 from .binary import make_centering
 from .centering import Centering
 from .losses import Loss, SquareLoss
