@@ -16,7 +16,6 @@ import numpy as np
 __all__ = ["inner_steps", "partials"]
 
 _jit = numba.njit(cache=True, nogil=True, error_model="numpy")
-_inline = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 
 
 @_jit
@@ -64,57 +63,66 @@ def partials(code, dn, df, param, eps):  # pragma: no cover - compiled
     return h * inv_n, -h * inv_f
 
 
-@_inline
-def _differences(z, i0, i1, i2, i3, t, drift, E, pt):  # pragma: no cover - compiled
-    """``E[pt, 0] = z_i - z_j``, ``E[pt, 1] = z_l - z_k`` at ``z - t drift``
-    (no drift: z); the two squared distances."""
-    dn = 0.0
-    df = 0.0
-    lazy = drift.shape[0] > 0
-    for d in range(z.shape[1]):
-        v0 = float(z[i0, d])
-        v1 = float(z[i1, d])
-        v2 = float(z[i2, d])
-        v3 = float(z[i3, d])
-        if lazy:
-            v0 -= t * drift[i0, d]
-            v1 -= t * drift[i1, d]
-            v2 -= t * drift[i2, d]
-            v3 -= t * drift[i3, d]
-        en = v0 - v1
-        ef = v2 - v3
-        E[pt, 0, d] = en
-        E[pt, 1, d] = ef
-        dn += en * en
-        df += ef * ef
-    return dn, df
-
-
-@_inline
-def _comparison_rows(
-    x, snap, drift, quads, q, t, w0, w1, scale, loss, E, G, c
+@_jit
+def _batch_rows(
+    x, snap, drift, quads, qw, batches, j, t, w, loss, E, G
 ):  # pragma: no cover - compiled
-    """``G[c] = (g_near, g_far)``: ``w0`` times the gradient rows of comparison
-    q at ``x - t drift`` plus ``w1`` times at the snapshot (if any), times
-    ``scale``."""
+    """``G[c] = (g_near, g_far)`` for each comparison c of mini-batch j: ``w[0]``
+    times its gradient rows at ``x - t drift`` (no drift: x) plus ``w[1]``
+    times at the snapshot (if any), times the comparison's weight.
+
+    One function body for the whole batch: a call per comparison that passes
+    arrays costs more than the comparison's arithmetic (reference counts).
+    """
     code, param, eps = loss
-    i0, i1, i2, i3 = quads[q, 0], quads[q, 1], quads[q, 2], quads[q, 3]
-    dn, df = _differences(x, i0, i1, i2, i3, t, drift, E, 0)
-    a, cc = partials(code, dn, df, param, eps)
-    a *= w0 * scale
-    cc *= w0 * scale
-    if snap.shape[0] > 0:
-        dn, df = _differences(snap, i0, i1, i2, i3, 0.0, snap[:0], E, 1)
-        a1, c1 = partials(code, dn, df, param, eps)
-        a1 *= w1 * scale
-        c1 *= w1 * scale
+    lazy = drift.shape[0] > 0
+    two = snap.shape[0] > 0
+    for c in range(batches.shape[1]):
+        q = batches[j, c]
+        scale = 2.0 * qw[q] if qw.shape[0] > 0 else 2.0
+        i0, i1, i2, i3 = quads[q, 0], quads[q, 1], quads[q, 2], quads[q, 3]
+        dn = df = sn = sf = 0.0
+        for d in range(x.shape[1]):
+            v0, v1 = float(x[i0, d]), float(x[i1, d])
+            v2, v3 = float(x[i2, d]), float(x[i3, d])
+            if lazy:  # catch the rows up: x_t = y_t - t h g
+                v0 -= t * drift[i0, d]
+                v1 -= t * drift[i1, d]
+                v2 -= t * drift[i2, d]
+                v3 -= t * drift[i3, d]
+            E[0, 0, d] = en = v0 - v1
+            E[0, 1, d] = ef = v2 - v3
+            dn += en * en
+            df += ef * ef
+            if two:
+                E[1, 0, d] = en = float(snap[i0, d]) - snap[i1, d]
+                E[1, 1, d] = ef = float(snap[i2, d]) - snap[i3, d]
+                sn += en * en
+                sf += ef * ef
+        a, cc = partials(code, dn, df, param, eps)
+        a *= w[0] * scale
+        cc *= w[0] * scale
+        a1 = c1 = 0.0
+        if two:
+            a1, c1 = partials(code, sn, sf, param, eps)
+            a1 *= w[1] * scale
+            c1 *= w[1] * scale
         for d in range(x.shape[1]):
             G[c, 0, d] = a * E[0, 0, d] + a1 * E[1, 0, d]
             G[c, 1, d] = cc * E[0, 1, d] + c1 * E[1, 1, d]
-    else:
+
+
+@_jit
+def _scatter(x, quads, batches, j, G):  # pragma: no cover - compiled
+    """Add the rows G of mini-batch j to x, in the order of torch's index_add_."""
+    for c in range(batches.shape[1]):
+        q = batches[j, c]
+        i0, i1, i2, i3 = quads[q, 0], quads[q, 1], quads[q, 2], quads[q, 3]
         for d in range(x.shape[1]):
-            G[c, 0, d] = a * E[0, 0, d]
-            G[c, 1, d] = cc * E[0, 1, d]
+            x[i0, d] += G[c, 0, d]
+            x[i1, d] -= G[c, 0, d]
+            x[i2, d] += G[c, 1, d]
+            x[i3, d] -= G[c, 1, d]
 
 
 @_jit
@@ -130,26 +138,15 @@ def inner_steps(
         if none.
     """
     p = x.shape[1]
-    b = batches.shape[1]
     E = np.empty((2, 2, p))  # point, pair, coordinate
-    G = np.empty((b, 2, p))  # comparison, pair, coordinate
+    G = np.zeros((batches.shape[1], 2, p), x.dtype)  # as torch: rows in x.dtype
+    w = np.array([w0, w1])
     loss = (code, param, eps)
-    weighted = qw.shape[0] > 0
     last = -1
     for j in range(batches.shape[0]):
         t = float(t0 + j)
-        for c in range(b):
-            q = batches[j, c]
-            scale = 2.0 * qw[q] if weighted else 2.0
-            _comparison_rows(x, snap, drift, quads, q, t, w0, w1, scale, loss, E, G, c)
-        for c in range(b):  # scatter, in the order of torch's index_add_
-            q = batches[j, c]
-            i0, i1, i2, i3 = quads[q, 0], quads[q, 1], quads[q, 2], quads[q, 3]
-            for d in range(p):
-                x[i0, d] += G[c, 0, d]
-                x[i1, d] -= G[c, 0, d]
-                x[i2, d] += G[c, 1, d]
-                x[i3, d] -= G[c, 1, d]
+        _batch_rows(x, snap, drift, quads, qw, batches, j, t, w, loss, E, G)
+        _scatter(x, quads, batches, j, G)
         if keep.shape[0] > 0 and keep[j]:
             last = j
             _catch_up(x, drift, t + 1.0, out)
