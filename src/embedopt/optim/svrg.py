@@ -25,6 +25,16 @@ O(b p) work. At the end of the epoch every row is caught up at once,
 ``x~ = y_T - T h g``. This is the same sequence of iterates as the dense
 update (exactly, in exact arithmetic; ``lazy=False`` runs the dense update,
 and the tests compare both).
+
+Compiled inner steps
+--------------------
+A problem that offers ``step_kernel`` (see
+:func:`~embedopt.optim.finite_sum.step_kernel`; the ordinal problems do, on
+a CPU, with numba) gets the lazy inner steps of each chunk of drawn
+mini-batches run in compiled code. The mini-batches are still drawn here,
+with the run's generator, so a seeded run goes through the same samples and
+the same iterates (to rounding) as the torch loop, which stays for the
+other problems, for CUDA and for ``lazy=False``.
 """
 
 from __future__ import annotations
