@@ -16,8 +16,8 @@ float32, one thread), every loss, b in {20, 100}. For each:
   loading the kernel from its on-disk cache, or compiling it when the cache
   is cold), measured in a subprocess.
 
-    python benchmarks/ordinal/inner_loop.py --quick   # STE and GNMDS (~30 s)
-    python benchmarks/ordinal/inner_loop.py           # every loss (~1.5 min)
+    python benchmarks/ordinal/inner_loop.py --quick   # STE and GNMDS (~15 s)
+    python benchmarks/ordinal/inner_loop.py           # every loss (~30 s)
 
 Writes benchmarks/results/ordinal_inner_loop.{json,md}.
 """

@@ -75,6 +75,32 @@ def _is_sbb_eps(label: str) -> bool:
     return label.startswith("SVRG-SBB_eps")
 
 
+def one_run(fn, kw, label, prob, loss, trial, epochs):
+    """(time to TARGET, final held-out error, curve or None, failure or None)."""
+    # m = |Q|/4: 1.5 passes per epoch instead of 3, so twice the epochs for
+    # the same gradient budget
+    n_ep = epochs * (2 if "m=|Q|/4" in label else 1)
+    if fn is lbfgs:  # iterations of one pass or a few: 3 per epoch
+        n_ep = 3 * epochs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            res = fn(
+                prob.train, 10, loss=loss, max_iter=n_ep, tol=0,
+                validation=prob.test, random_state=trial, device="cpu", **kw,
+            )  # fmt: skip
+        except Exception as exc:  # a diverging step (SBB_0...)
+            return float("inf"), float("nan"), None, repr(exc)[:120]
+    h = res.history
+    t_hit = _shared.time_to(
+        h["time"], h["val_error"], TARGET, strict=True, never=np.inf
+    )
+    # L-BFGS has no gradient-pass column: its iterations
+    axis = "passes" if "passes" in h else "iteration"
+    curve = (h[axis].tolist(), h["val_error"].tolist())
+    return t_hit, float(h["val_error"][-1]), curve, None
+
+
 def run(quick: bool, trials: int, epochs: int):
     rows = {}
     curves = {}
@@ -85,39 +111,12 @@ def run(quick: bool, trials: int, epochs: int):
             test = prob.test.indices
             for label, fn, kw in meths:
                 key = (loss, label)
-                # m = |Q|/4: 1.5 passes per epoch instead of 3, so twice the
-                # epochs for the same gradient budget
-                n_ep = epochs * (2 if "m=|Q|/4" in label else 1)
-                if fn is lbfgs:  # iterations of one pass or a few: 3 per epoch
-                    n_ep = 3 * epochs
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    try:
-                        res = fn(
-                            prob.train,
-                            10,
-                            loss=loss,
-                            max_iter=n_ep,
-                            tol=0,
-                            validation=prob.test,
-                            random_state=trial,
-                            device="cpu",
-                            **kw,
-                        )
-                        h = res.history
-                        t_hit = _shared.time_to(
-                            h["time"], h["val_error"], TARGET, strict=True, never=np.inf
-                        )
-                        final = float(h["val_error"][-1])
-                        # L-BFGS has no gradient-pass column: its iterations
-                        axis = "passes" if "passes" in h else "iteration"
-                        curve = (h[axis].tolist(), h["val_error"].tolist())
-                    except Exception as exc:  # a diverging step (SBB_0...)
-                        t_hit, final, curve = float("inf"), float("nan"), None
-                        rows.setdefault(key, {}).setdefault("failures", []).append(
-                            repr(exc)[:120]
-                        )
+                t_hit, final, curve, failure = one_run(
+                    fn, kw, label, prob, loss, trial, epochs
+                )
                 r = rows.setdefault(key, {})
+                if failure is not None:
+                    r.setdefault("failures", []).append(failure)
                 r.setdefault("t", []).append(t_hit)
                 r.setdefault("final", []).append(final)
                 if curve is not None:

@@ -14,8 +14,8 @@ triplet error of:
 SVRG-SBB "wins" a size when it is faster than L-BFGS and its held-out error
 is at most L-BFGS's + 0.005.
 
-    python benchmarks/ordinal/threshold.py --quick   # STE, |Q| <= 10^5 (~1 min)
-    python benchmarks/ordinal/threshold.py           # 3 losses, |Q| <= 3 10^5, 3 seeds (~5 min)
+    python benchmarks/ordinal/threshold.py --quick   # STE, |Q| <= 10^5 (~30 s)
+    python benchmarks/ordinal/threshold.py           # 3 losses, 3 seeds (~10 min)
 
 Writes benchmarks/results/ordinal_threshold.{json,md}.
 """

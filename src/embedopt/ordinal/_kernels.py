@@ -9,10 +9,11 @@ weighted and scatter-added to the iterate. It is the arithmetic of
 loop of :func:`~embedopt.optim.svrg`, step for step and in the same order,
 on the mini-batches that loop draws (the indices are drawn by the solver,
 with its generator, and passed in), so the iterates agree with the torch
-loop's to rounding: the kernel computes in float64 whatever the dtype and
-rounds on every write to the embedding. A torch inner step is about 100 us
-of Python and small-tensor dispatch whatever b and p; here a step costs its
-arithmetic (``benchmarks/ordinal/inner_loop.py`` measures both).
+loop's to rounding: the kernel computes the distances and partials in
+float64 and rounds the gradient rows and each write to the embedding to its
+dtype. A torch inner step pays Python and
+small-tensor dispatch whatever b and p; here a step costs its arithmetic
+(``benchmarks/ordinal/inner_loop.py`` measures both).
 
 numba is imported on the first call only (``import embedopt`` stays light)
 and the kernel is compiled once per dtype and cached on disk
@@ -94,13 +95,14 @@ def step_kernel(
     callable or None
         ``steps(x, batches, weights, snapshot=None, drift=None, t0=0,
         keep=None)`` (see :func:`run_steps`), or None: not on a CPU, not
-        float32 / float64, a loss the kernel does not know, numba missing, or
-        ``EMBEDOPT_COMPILED=0``.
+        float32 / float64, not contiguous, a loss the kernel does not know,
+        numba missing, or ``EMBEDOPT_COMPILED=0``.
     """
     code = _LOSS_CODES.get(type(loss))
     if (
         code is None
         or x.device.type != "cpu"
+        or not x.is_contiguous()
         or x.dtype not in (torch.float32, torch.float64)
         or not compiled_available()
     ):
