@@ -9,9 +9,9 @@ weighted and scatter-added to the iterate. It is the arithmetic of
 loop of :func:`~embedopt.optim.svrg`, step for step and in the same order,
 on the mini-batches that loop draws (the indices are drawn by the solver,
 with its generator, and passed in), so the iterates agree with the torch
-loop's to rounding: the kernel computes the distances and partials in
-float64 and rounds the gradient rows and each write to the embedding to its
-dtype. A torch inner step pays Python and
+loop's to rounding: the kernel computes differences, distances, gradient
+rows and updates in the embedding's dtype, as torch does, and the loss
+partials in float64. A torch inner step pays Python and
 small-tensor dispatch whatever b and p; here a step costs its arithmetic
 (``benchmarks/ordinal/inner_loop.py`` measures both).
 

@@ -2,8 +2,9 @@
 
 Module-level functions, so that numba's on-disk cache (``cache=True``) finds
 them again in the next process: a first build costs seconds, a cached load
-a fraction of one. Everything is computed in float64 and rounded on each
-write to the embedding.
+a fraction of one. Differences, distances, gradient rows and the updates
+are computed in the embedding's dtype as torch computes them; the loss
+partials in float64.
 """
 
 from __future__ import annotations
@@ -65,11 +66,13 @@ def partials(code, dn, df, param, eps):  # pragma: no cover - compiled
 
 @_jit
 def _batch_rows(
-    x, snap, drift, quads, qw, batches, j, t, w, loss, E, G
+    x, snap, drift, quads, qw, batches, j, tv, w, loss, E, G
 ):  # pragma: no cover - compiled
     """``G[c] = (g_near, g_far)`` for each comparison c of mini-batch j: ``w[0]``
-    times its gradient rows at ``x - t drift`` (no drift: x) plus ``w[1]``
-    times at the snapshot (if any), times the comparison's weight.
+    times its gradient rows at ``x - t drift`` (``t = tv[0]``; no drift: x)
+    plus ``w[1]`` times at the snapshot (if any), times the comparison's
+    weight. Differences and distances in x's dtype (as torch computes them),
+    the partials in float64.
 
     One function body for the whole batch: a call per comparison that passes
     arrays costs more than the comparison's arithmetic (reference counts).
@@ -77,34 +80,36 @@ def _batch_rows(
     code, param, eps = loss
     lazy = drift.shape[0] > 0
     two = snap.shape[0] > 0
+    tt = tv[0]
+    zero = tv[0] - tv[0]  # a 0 of x's dtype
     for c in range(batches.shape[1]):
         q = batches[j, c]
         scale = 2.0 * qw[q] if qw.shape[0] > 0 else 2.0
         i0, i1, i2, i3 = quads[q, 0], quads[q, 1], quads[q, 2], quads[q, 3]
-        dn = df = sn = sf = 0.0
+        dn = df = sn = sf = zero
         for d in range(x.shape[1]):
-            v0, v1 = float(x[i0, d]), float(x[i1, d])
-            v2, v3 = float(x[i2, d]), float(x[i3, d])
+            v0, v1 = x[i0, d], x[i1, d]
+            v2, v3 = x[i2, d], x[i3, d]
             if lazy:  # catch the rows up: x_t = y_t - t h g
-                v0 -= t * drift[i0, d]
-                v1 -= t * drift[i1, d]
-                v2 -= t * drift[i2, d]
-                v3 -= t * drift[i3, d]
+                v0 = v0 - tt * drift[i0, d]
+                v1 = v1 - tt * drift[i1, d]
+                v2 = v2 - tt * drift[i2, d]
+                v3 = v3 - tt * drift[i3, d]
             E[0, 0, d] = en = v0 - v1
             E[0, 1, d] = ef = v2 - v3
             dn += en * en
             df += ef * ef
             if two:
-                E[1, 0, d] = en = float(snap[i0, d]) - snap[i1, d]
-                E[1, 1, d] = ef = float(snap[i2, d]) - snap[i3, d]
+                E[1, 0, d] = en = snap[i0, d] - snap[i1, d]
+                E[1, 1, d] = ef = snap[i2, d] - snap[i3, d]
                 sn += en * en
                 sf += ef * ef
-        a, cc = partials(code, dn, df, param, eps)
+        a, cc = partials(code, float(dn), float(df), param, eps)
         a *= w[0] * scale
         cc *= w[0] * scale
         a1 = c1 = 0.0
         if two:
-            a1, c1 = partials(code, sn, sf, param, eps)
+            a1, c1 = partials(code, float(sn), float(sf), param, eps)
             a1 *= w[1] * scale
             c1 *= w[1] * scale
         for d in range(x.shape[1]):
@@ -138,14 +143,16 @@ def inner_steps(
         if none.
     """
     p = x.shape[1]
-    E = np.empty((2, 2, p))  # point, pair, coordinate
+    E = np.empty((2, 2, p), x.dtype)  # point, pair, coordinate
+    tv = np.empty(1, x.dtype)  # the step t in x's dtype
     G = np.zeros((batches.shape[1], 2, p), x.dtype)  # as torch: rows in x.dtype
     w = np.array([w0, w1])
     loss = (code, param, eps)
     last = -1
     for j in range(batches.shape[0]):
         t = float(t0 + j)
-        _batch_rows(x, snap, drift, quads, qw, batches, j, t, w, loss, E, G)
+        tv[0] = t
+        _batch_rows(x, snap, drift, quads, qw, batches, j, tv, w, loss, E, G)
         _scatter(x, quads, batches, j, G)
         if keep.shape[0] > 0 and keep[j]:
             last = j
