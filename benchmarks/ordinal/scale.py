@@ -12,6 +12,9 @@ SVRG-SBB_eps with the defaults (b = 100, m = |Q|). For each (n, |Q|):
 
     python benchmarks/ordinal/scale.py --quick     # n <= 10^4, |Q| <= 10^6
     python benchmarks/ordinal/scale.py             # adds 10^7 triplets
+    python benchmarks/ordinal/scale.py --big-only --objects 100000 --lbfgs-cap 150
+        # 10^7 triplets of 10^5 objects: time to TARGET and peak memory of
+        # SVRG-SBB, and of L-BFGS stopped after 150 s (issue 26, item 3)
 
 Writes benchmarks/results/ordinal_scale.{json,md,png}.
 """
@@ -35,7 +38,7 @@ import numpy as np
 import torch
 
 from embedopt.data import make_planted_embedding
-from embedopt.ordinal import OrdinalProblem, get_loss, svrg_sbb
+from embedopt.ordinal import OrdinalProblem, get_loss, lbfgs, svrg_sbb
 from embedopt.optim.svrg import _inner_loop
 
 TARGET = 0.2
@@ -131,23 +134,27 @@ def race(prob, n, cb_max_iter, epochs, seed=0):
     return out, curves
 
 
-def big_run(n=10_000, m=10_000_000, epochs=10):
-    """10^7 triplets end to end (m = |Q|/4): minutes on this 2-core CPU?"""
+def peak_rss_gb() -> float:
+    """Peak resident memory of this process so far, GB (Linux: ru_maxrss in kB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def big_run(n=10_000, m=10_000_000, epochs=10, lbfgs_cap=0.0):
+    """10^7 triplets end to end (SVRG-SBB, m = |Q|/4, compiled steps); with
+    ``lbfgs_cap`` > 0 also our L-BFGS on the same problem, stopped after that
+    many seconds or at the target."""
     t0 = time.perf_counter()
     prob = make_planted_embedding(n, 10, n_train=m, n_test=100_000, random_state=1)
     gen_s = time.perf_counter() - t0
+    gen_rss = peak_rss_gb()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = svrg_sbb(
-            prob.train,
-            10,
-            max_iter=epochs,
-            tol=0,
-            validation=prob.test,
-            update_frequency=m // 4,
-            random_state=0,
-            device="cpu",
-        )
+            prob.train, 10, max_iter=epochs, tol=0, validation=prob.test,
+            update_frequency=m // 4, random_state=0, device="cpu",
+        )  # fmt: skip
     h = res.history
     out = {
         "n_objects": n,
@@ -157,9 +164,37 @@ def big_run(n=10_000, m=10_000_000, epochs=10):
         "seconds": float(h["time"][-1]),
         "val_error": h["val_error"].tolist(),
         "time": h["time"].tolist(),
+        "time_to_target": _shared.time_to(h["time"], h["val_error"], TARGET),
+        "peak_rss_gb_after_generation": gen_rss,
+        "peak_rss_gb_after_svrg_sbb": peak_rss_gb(),
     }
+    if lbfgs_cap:
+        out["lbfgs"] = big_lbfgs(prob, lbfgs_cap)
     print(out, flush=True)
     return out
+
+
+def big_lbfgs(prob, cap: float) -> dict:
+    """Our L-BFGS (float64, the estimator's default) to TARGET or ``cap`` s."""
+
+    def stop(state):
+        return state.elapsed > cap
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = lbfgs(
+            prob.train, 10, max_iter=1000, tol=0, validation=prob.test,
+            random_state=0, device="cpu", callback=stop,
+        )  # fmt: skip
+    h = res.history
+    return {
+        "seconds": float(h["time"][-1]),
+        "iterations": int(h["iteration"][-1]),
+        "val_error": h["val_error"].tolist(),
+        "time": h["time"].tolist(),
+        "time_to_target": _shared.time_to(h["time"], h["val_error"], TARGET),
+        "peak_rss_gb": peak_rss_gb(),
+    }
 
 
 def configure(argv=None):
@@ -167,6 +202,13 @@ def configure(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--big-only", action="store_true", help="only the 10^7-triplet run")
+    ap.add_argument(
+        "--objects", type=int, default=10_000, help="objects of the 10^7 run"
+    )
+    ap.add_argument(
+        "--lbfgs-cap", type=float, default=0.0,
+        help="also run L-BFGS on the 10^7 triplets, for at most this many s",
+    )  # fmt: skip
     return ap.parse_args(argv)
 
 
@@ -258,7 +300,7 @@ def plot(curves: dict) -> None:
 def main(argv=None):
     args = configure(argv)
     if args.big_only:
-        big = big_run()
+        big = big_run(n=args.objects, epochs=8, lbfgs_cap=args.lbfgs_cap)
         payload = {"versions": _shared.environment("cblearn"), "q1e7": big}
         _shared.write_outputs("ordinal_scale_1e7", payload, "")
         return

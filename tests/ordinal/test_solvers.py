@@ -145,8 +145,10 @@ def test_same_seed_same_result_and_tol_stops(small):
     assert res.stop_reason == "tol" and res.n_iter < 200
 
 
-def test_inner_step_touches_only_the_batch_rows(small):
-    # O(b p) per inner step: every row_gradients call sees 4 b rows, whatever n.
+def test_inner_step_touches_only_the_batch_rows(small, monkeypatch):
+    # O(b p) per inner step: every row_gradients call sees 4 b rows, whatever n
+    # (the torch loop; tests/ordinal/test_compiled.py checks the compiled one).
+    monkeypatch.setenv("EMBEDOPT_COMPILED", "0")
     prob = OrdinalProblem(small.train, "ste", dtype="float64")
     seen = []
     real = prob.row_gradients

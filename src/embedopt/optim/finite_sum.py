@@ -30,6 +30,7 @@ __all__ = [
     "clip_batch_size",
     "record_epoch",
     "start_finite_sum_run",
+    "step_kernel",
 ]
 
 
@@ -53,6 +54,14 @@ class FiniteSum(Protocol):
     shape (b r, p), to be scattered-added to those rows. Evaluating several
     points at once (S = 2 for SVRG's ``x_t`` and snapshot) halves the kernel
     launches of an inner step.
+
+    A problem may also offer ``step_kernel(x) -> callable or None``: compiled
+    inner steps for iterates like ``x`` (None where it has none, e.g. on a
+    GPU). The solvers then draw the mini-batches as before and hand whole
+    chunks of them to ``steps(x, batches, weights, snapshot=None,
+    drift=None, t0=0, keep=None)``, which runs the steps of the torch loop
+    (``row_gradients`` at ``x - t drift`` and at the snapshot, added to x)
+    in place; see :func:`step_kernel`.
     """
 
     n_samples: int
@@ -70,6 +79,31 @@ class FiniteSum(Protocol):
     ) -> torch.Tensor:
         """Weighted sum over points of the batch's gradient rows, shape (b r, p)."""
         ...
+
+
+def step_kernel(problem: FiniteSum, x: torch.Tensor) -> Callable | None:
+    """The problem's compiled inner steps for iterates like ``x``, if it has any.
+
+    Parameters
+    ----------
+    problem : FiniteSum
+    x : torch.Tensor
+        The iterate (its device and dtype decide).
+
+    Returns
+    -------
+    callable or None
+        ``steps(x, batches, weights, snapshot=None, drift=None, t0=0,
+        keep=None)``: runs ``len(batches)`` inner steps on x in place. Step
+        ``t = t0 + j`` evaluates the gradient rows of mini-batch
+        ``batches[j]`` at ``x - t drift`` (x without a drift) and at the
+        snapshot, adds ``weights[0]`` times the first plus ``weights[1]``
+        times the second to those rows of x, and returns a copy of the
+        caught-up iterate after the last step flagged in ``keep`` (None if
+        none). None: the solver keeps its torch loop.
+    """
+    make = getattr(problem, "step_kernel", None)
+    return None if make is None else make(x)
 
 
 def auto_learning_rate(

@@ -27,6 +27,7 @@ from .finite_sum import (
     clip_batch_size,
     record_epoch,
     start_finite_sum_run,
+    step_kernel,
 )
 from .line_search import armijo_backtracking
 from .monitor import IterationState, solver_monitor
@@ -142,6 +143,7 @@ def sgd(
         evals += 2 * n
     rule = STEP_SIZES["inverse_decay"](learning_rate=learning_rate, decay=decay)
     per_chunk = max(1, _CHUNK // batch_size)
+    kernel = step_kernel(problem, x)
     for k in monitor:
         alpha = rule.step(k - 1)
         w = torch.tensor([-alpha / n], dtype=x.dtype, device=x.device)
@@ -150,6 +152,9 @@ def sgd(
             batches = torch.randint(
                 0, n, (kk, batch_size), generator=generator, device=x.device
             )
+            if kernel is not None:  # the same steps, compiled
+                kernel(x, batches, w)
+                continue
             rows = problem.rows(batches)
             for j in range(kk):
                 R = rows[j]

@@ -25,6 +25,16 @@ O(b p) work. At the end of the epoch every row is caught up at once,
 ``x~ = y_T - T h g``. This is the same sequence of iterates as the dense
 update (exactly, in exact arithmetic; ``lazy=False`` runs the dense update,
 and the tests compare both).
+
+Compiled inner steps
+--------------------
+A problem that offers ``step_kernel`` (see
+:func:`~embedopt.optim.finite_sum.step_kernel`; the ordinal problems do, on
+a CPU, with numba) gets the lazy inner steps of each chunk of drawn
+mini-batches run in compiled code. The mini-batches are still drawn here,
+with the run's generator, so a seeded run goes through the same samples and
+the same iterates (to rounding) as the torch loop, which stays for the
+other problems, for CUDA and for ``lazy=False``.
 """
 
 from __future__ import annotations
@@ -50,6 +60,7 @@ from .finite_sum import (
     clip_batch_size,
     record_epoch,
     start_finite_sum_run,
+    step_kernel,
 )
 from .monitor import IterationState, solver_monitor
 from .result import SolverResult
@@ -118,11 +129,19 @@ def _inner_loop(
     # at the snapshot, i.e. the sparse part of -h u_t.
     w = torch.tensor([-h / b, h / b], dtype=snap.dtype, device=snap.device)
     x = snap.clone()
+    kernel = step_kernel(problem, x) if lazy else None
     per_chunk = max(1, _CHUNK // b)
     t = 0
     for start in range(0, steps, per_chunk):
         k = min(per_chunk, steps - start)
         batches = torch.randint(0, n, (k, b), generator=generator, device=snap.device)
+        if kernel is not None:  # the same steps on the same batches, compiled
+            flags = None if keep is None else keep[start : start + k]
+            kept = kernel(x, batches, w, snapshot=snap, drift=sG, t0=t, keep=flags)
+            if kept is not None:
+                reservoir.x = kept
+            t += k
+            continue
         rows = problem.rows(batches)
         for j in range(k):
             R = rows[j]

@@ -152,10 +152,9 @@ class OrdinalEmbedding(BaseEstimator):
         per step). ``"auto"`` runs ``"lbfgs"`` up to
         :data:`~embedopt.ordinal.solvers.AUTO_LBFGS_MAX_COMPARISONS`
         (10^5) comparisons and ``"svrg_sbb"`` above; ``solver_`` says which
-        ran. Below that size a full pass is cheap while every inner step of
-        the stochastic solvers costs about 100 us of Python
+        ran: below that size L-BFGS finishes sooner
         (:func:`~embedopt.ordinal.resolve_solver`;
-        ``benchmarks/ordinal/scale.py`` re-measures the crossing).
+        ``benchmarks/ordinal/threshold.py`` re-measures the crossing).
     epsilon : float
         SBB epsilon (eq. (17)); 0 gives SVRG-SBB_0.
     relative_epsilon : bool

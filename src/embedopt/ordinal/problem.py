@@ -31,6 +31,7 @@ held-out tracking).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +53,7 @@ from .._core import (
 )
 from ..data import Comparisons, as_comparisons
 from ..linalg import csr_tensor
+from ._kernels import step_kernel
 from .losses import OrdinalLoss, get_loss
 
 __all__ = ["GramProblem", "OrdinalProblem", "comparison_weights", "setup"]
@@ -368,6 +370,29 @@ class OrdinalProblem:
             coef.mul_(w.index_select(0, batch).view(-1, 1, 1))
         g = (coef.unsqueeze(-1) * e).sum(2)  # (b, pair, p)
         return torch.stack((g, -g), 2).view(4 * b, p)
+
+    def step_kernel(self, x: torch.Tensor) -> Callable | None:
+        """Compiled inner steps of SVRG / SGD for iterates like ``x`` (CPU, numba).
+
+        The steps of :func:`~embedopt.optim.svrg`'s torch loop through
+        :meth:`rows` and :meth:`row_gradients`, run in compiled code on the
+        mini-batches the solver draws (see
+        :func:`~embedopt.optim.finite_sum.step_kernel`), for the five losses
+        of :data:`~embedopt.ordinal.LOSSES`, triplets and quadruplets,
+        weighted or not.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (n_objects, p)
+
+        Returns
+        -------
+        callable or None
+            None on a GPU, for a loss of another class, without numba, or
+            with ``EMBEDOPT_COMPILED=0`` in the environment: the solvers then
+            run their torch loop.
+        """
+        return step_kernel(self.quadruplets, self.loss, self._weights(x.dtype), x)
 
     # -- helpers -----------------------------------------------------------------
     @property

@@ -93,9 +93,10 @@ DEFAULT_INIT_SCALE = 0.1
 #: runs that chose it).
 DEFAULT_LBFGS_TOL = 1e-5
 #: ``solver="auto"`` runs full-batch L-BFGS up to this many comparisons and
-#: SVRG-SBB above: at 10^6 triplets SVRG-SBB (m = |Q| / 4) reached held-out
-#: error 0.2 in less than half L-BFGS's time (``benchmarks/ordinal/scale.py``
-#: re-measures it; the figures are in ``benchmarks/ordinal/README.md``).
+#: SVRG-SBB above: with the compiled inner steps, default STE fits by
+#: SVRG-SBB (m = |Q| / 4) overtake L-BFGS between 5 x 10^4 and 10^5
+#: comparisons (``benchmarks/ordinal/threshold.py`` re-measures the crossing
+#: for three losses; the figures are in ``benchmarks/ordinal/README.md``).
 AUTO_LBFGS_MAX_COMPARISONS = 100_000
 
 
@@ -558,8 +559,8 @@ def lbfgs(
     whose value and gradient are one vectorized pass over the comparisons
     in torch (on the device). What cblearn runs, with a faster pass; the
     hinge losses (GNMDS, SOE) are not smooth, but L-BFGS handles them in
-    practice as it does in cblearn. On small problems every stochastic
-    solver loses to it: their inner steps cost about 100 us of Python each.
+    practice as it does in cblearn. On small problems it finishes sooner
+    than the stochastic solvers (see :data:`AUTO_LBFGS_MAX_COMPARISONS`).
     Up to :data:`AUTO_LBFGS_MAX_COMPARISONS` comparisons on a CPU the run
     uses one torch and one BLAS thread (:func:`lbfgs_threads`).
 
