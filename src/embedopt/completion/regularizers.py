@@ -353,26 +353,27 @@ def resolve_regularizer(
         and gamma, or a value out of range.
     """
     params = dict(params or {})
+    head = f"The 'regularizer_params' parameter of {owner} must"
     if isinstance(regularizer, Regularizer):
         if params:
             raise InvalidParameterError(
-                f"{owner}: regularizer_params={params!r} is for a regularizer given "
-                f"by name; {regularizer!r} carries its own parameters."
+                f"{head} be None with a Regularizer instance, which carries its "
+                f"own parameters ({regularizer!r}). Got {params!r}."
             )
         return None if type(regularizer) is NuclearNorm else regularizer
     reg = get_regularizer(regularizer)  # an unknown name raises here
     keys = _KEYS.get(reg.name, set())
     unknown = sorted(set(params) - keys)
     if unknown:
-        takes = ", ".join(sorted(keys)) or "no parameters"
+        takes = ", ".join(map(repr, sorted(keys))) or "nothing (leave it None)"
         raise InvalidParameterError(
-            f"{owner}: regularizer_params has {', '.join(map(repr, unknown))}, "
-            f"which regularizer={regularizer!r} does not take (it takes {takes})."
+            f"{head} be a dict of what regularizer={regularizer!r} takes: "
+            f"{takes}. Got {', '.join(map(repr, unknown))}."
         )
     if {"theta", "gamma"} <= set(params):
         raise InvalidParameterError(
-            f"{owner}: regularizer_params gives both 'theta' (absolute) and "
-            "'gamma' (theta = gamma * lambda); give one."
+            f"{head} be a dict with 'theta' (absolute) or 'gamma' (theta = "
+            f"gamma * lambda), not both. Got {params!r}."
         )
     if reg.name == "nuclear":
         return None
@@ -380,7 +381,7 @@ def resolve_regularizer(
     try:
         return get_regularizer(reg.name, **{**defaults, **params})
     except InvalidParameterError as exc:
-        raise InvalidParameterError(f"{owner}: {exc}") from None
+        raise InvalidParameterError(f"{head} be valid values: {exc}") from None
 
 
 def spectral_prox(reg: Regularizer, Z: torch.Tensor, lam: float) -> torch.Tensor:
