@@ -16,7 +16,10 @@ from embedopt.completion import (
 )
 from embedopt.completion.problem import CompletionProblem
 from embedopt.completion.proximal import proximal_completion
-from embedopt.completion.regularizers import resolve_regularizer
+from embedopt.completion.regularizers import (
+    REGULARIZER_DEFAULTS,
+    resolve_regularizer,
+)
 from embedopt.data import make_low_rank_tensor
 from tests._derivatives import autograd_grad
 from tests.conftest import random_entries
@@ -141,8 +144,8 @@ def test_bad_regularizer_params_are_refused_before_work(params, match):
 
 def test_resolve_regularizer_takes_any_spelling_and_defaults():
     reg = resolve_regularizer("capped-l1", None, "x")
-    assert reg.name == "capped_l1" and reg.gamma == 2.0 and reg.theta is None
-    assert reg.at(3.0).theta == 6.0
+    assert reg.name == "capped_l1" and reg.gamma == 4.0 and reg.theta is None
+    assert reg.at(3.0).theta == 12.0
     assert resolve_regularizer("mcp", {"theta": 4.0}, "x").theta == 4.0
     assert resolve_regularizer("nuclear", None, "x") is None
     assert resolve_regularizer("TNN", {"rank": 2}, "x").rank == 2
@@ -169,7 +172,8 @@ def test_a_nonconvex_fit_has_the_usual_outputs(ratings, name, tmp_path):
     model = MatrixCompletion(regularizer=name, random_state=0).fit(ratings)
     assert model.regularizer_.name == name and model.solver_ == "ais_impute"
     if name != "tnn":  # its scale at the selected lambda
-        assert model.regularizer_.theta == pytest.approx(2.0 * model.lam_)
+        gamma = REGULARIZER_DEFAULTS[name]["gamma"]
+        assert model.regularizer_.theta == pytest.approx(gamma * model.lam_)
     pred = model.predict(ratings.rows, ratings.cols)
     assert np.isfinite(pred).all() and model.rank_ >= 1
     assert np.isfinite(model.history_["objective"]).all()

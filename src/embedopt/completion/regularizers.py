@@ -313,9 +313,9 @@ def get_regularizer(reg: str | Regularizer, **params) -> Regularizer:
 REGULARIZER_DEFAULTS = {
     "nuclear": {},
     "tnn": {"rank": 5},
-    "capped_l1": {"gamma": 2.0},
-    "lsp": {"gamma": 2.0},
-    "mcp": {"gamma": 2.0},
+    "capped_l1": {"gamma": 4.0},
+    "lsp": {"gamma": 8.0},
+    "mcp": {"gamma": 16.0},
 }
 _KEYS = {"tnn": {"rank"}, "capped_l1": {"theta", "gamma"}}
 _KEYS["lsp"] = _KEYS["mcp"] = _KEYS["capped_l1"]
