@@ -190,7 +190,7 @@ def test_mcp_recovers_a_low_rank_matrix_with_less_shrinkage(ratings):
     """At the same lambda, MCP leaves the leading singular values unshrunk."""
     kw = dict(lam=3.0, postprocess=False, center="none", random_state=0, tol=1e-6)
     kw["max_iter"] = 2000
-    nuc = MatrixCompletion(**kw).fit(ratings)
+    nuc = MatrixCompletion(regularizer="nuclear", **kw).fit(ratings)
     mcp = MatrixCompletion(regularizer="mcp", **kw).fit(ratings)
     assert mcp.s_[0] > nuc.s_[0]
     assert mcp.score(ratings) > nuc.score(ratings)  # -RMSE on the training entries
@@ -204,3 +204,11 @@ def test_tensor_completion_takes_a_regularizer_per_mode():
     ).fit(prob.observed)
     assert model.regularizer_.theta == pytest.approx(3.0)
     assert np.isfinite(model.predict(prob.observed.indices)).all()
+
+
+def test_auto_is_mcp_for_ratings_and_nuclear_for_signs(ratings):
+    mc = MatrixCompletion(lam=1.0, regularizer="auto", max_iter=20, random_state=0)
+    assert isinstance(mc.fit(ratings).regularizer_, MinimaxConcavePenalty)
+    signs = ratings.with_values(np.where(ratings.values >= 0, 1.0, -1.0))
+    mc.set_params(loss="logistic")
+    assert isinstance(mc.fit(signs).regularizer_, NuclearNorm)
