@@ -583,7 +583,9 @@ class _CompletionEstimator(BaseEstimator):
             else fixed (see :mod:`embedopt.completion.fold_in`): a user's
             factor row is the minimizer of the fitted loss on its entries
             plus the ridge ``lam_ / 2 ||a||^2`` that the nuclear norm puts on
-            a balanced factor row, in closed form for the square loss; its
+            a balanced factor row (with a nonconvex ``regularizer`` the same
+            ridge, its slope at 0: more shrinkage than the fit's leading
+            directions had), in closed form for the square loss; its
             offset is the fitted centering's formula for it, the mean and
             the items' offsets fixed (the residuals' weighted sum over
             ``count + center_reg``). Entries of known users at known items
@@ -1060,7 +1062,7 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
         Any spelling (``"capped-l1"``). ``"auto"``: ``"mcp"`` for the square
         loss, where on the 80/20 splits of ML-100K, ML-1M and latest-small
         it predicts better than the nuclear norm at a lower rank in less
-        time (ML-1M: test RMSE 0.850 vs 0.859 at rank 123 vs 230;
+        time (ML-1M: test RMSE 0.850 vs 0.859 at rank 125 vs 233;
         ``benchmarks/completion/nonconvex.py --estimators``) but not on
         small synthetic low-rank matrices; ``"nuclear"`` for the +/-1
         losses (not measured with another).
