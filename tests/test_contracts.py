@@ -30,7 +30,12 @@ from embedopt._core import (
     check_is_fitted,
     clone,
 )
-from embedopt.completion import SOLVERS, MatrixCompletion, TensorCompletion
+from embedopt.completion import (
+    SOLVERS,
+    MatrixCompletion,
+    MinimaxConcavePenalty,
+    TensorCompletion,
+)
 from embedopt.data import make_low_rank_tensor, make_planted_embedding
 from embedopt.ordinal import LOSSES as OE_LOSSES
 from embedopt.ordinal import SOLVERS as OE_SOLVERS
@@ -80,6 +85,9 @@ class EstimatorCase:
     bad_inputs: list[tuple[tuple | Call, type, str]] = field(default_factory=list)
 
 
+#: A nonconvex regularizer given as an instance (reaches the path as it is).
+_MCP = MinimaxConcavePenalty(gamma=4.0)
+
 #: Two entries of a matrix, to pair with bad sample weights.
 _TWO = ([0, 1], [0, 1], [1.0, 2.0])
 
@@ -114,6 +122,8 @@ CASES = [
             {"power_iters": 1},
             {"patience": None},
             {"verbose": 1},
+            {"regularizer": "mcp"},
+            {"regularizer": "tnn", "regularizer_params": {"rank": 2}},
         ],
         wiring=[
             (
@@ -138,10 +148,13 @@ CASES = [
                     "patience": (2, "patience"),
                     "postprocess": (False, "postprocess"),
                     "solver": ("soft_impute", "solver"),
+                    "regularizer": (_MCP, "regularizer"),
                 },
             ),
         ],
         bad_params=[
+            {"regularizer": "l0"},
+            {"regularizer_params": {"gamma": 2.0}},  # the nuclear norm takes none
             {"max_iter": 0},
             {"tol": -1.0},
             {"lam": 0.0},
@@ -264,7 +277,8 @@ CASES.append(
         options=[{"solver": s} for s in SOLVERS]
         + [{"lam": 0.5, "postprocess": p} for p in (True, False)]
         + [{"center": c} for c in ("none", "global", "both")]
-        + [{"mode_weights": [1.0, 1.0, 1.0]}, {"refit": False}, {"max_rank": 2}],
+        + [{"mode_weights": [1.0, 1.0, 1.0]}, {"refit": False}, {"max_rank": 2}]
+        + [{"regularizer": "mcp", "regularizer_params": {"gamma": 4.0}}],
         wiring=[
             (
                 mc_module,
@@ -276,7 +290,12 @@ CASES.append(
                 },
             )
         ],
-        bad_params=[{"max_iter": 0}, {"mode_weights": 3.0}, {"lam": "big"}],
+        bad_params=[
+            {"max_iter": 0},
+            {"mode_weights": 3.0},
+            {"lam": "big"},
+            {"regularizer_params": {"theta": 0.0}},
+        ],
         bad_inputs=[
             ((([0, 1], [0, 1], [1.0, 2.0]),), DataValidationError, "3 or more modes"),
             (

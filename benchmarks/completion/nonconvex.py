@@ -12,12 +12,26 @@ same regularizer in the same run.
 
     python benchmarks/completion/nonconvex.py --quick   # m = 250 only
     python benchmarks/completion/nonconvex.py           # m = 250, 1000 and ML-100K
+
+``--estimators`` measures the estimator instead (issue 24, part 3):
+``MatrixCompletion(regularizer=r)`` for every regularizer with its defaults
+(``regularizer_params`` None, ``random_state=seed``) on the 80/20 split
+(``--seed``, default 0) of ``libmf_peer.py`` / ``movielens.py`` of ML-100K,
+ML-1M and latest-small: test RMSE on the ratings' scale, rank, CPU seconds
+of ``fit`` (medians of ``--reps``, default 3; one thread) and the CPU time
+over the nuclear norm's in the same run. ``--variants`` adds rows of other
+``MatrixCompletion`` options (JSON objects).
+
+    python benchmarks/completion/nonconvex.py --estimators --quick  # ML-100K
+    python benchmarks/completion/nonconvex.py --estimators --threads 1
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -28,8 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for _shared
 import _shared
 from embedopt import ConvergenceWarning
 from embedopt.completion import (
+    REGULARIZERS,
     Centering,
     CompletionProblem,
+    MatrixCompletion,
     dc_completion,
     irnn,
     lambda_path,
@@ -137,8 +153,24 @@ def configure():
     p.add_argument("--datasets", nargs="*", default=None)
     p.add_argument("--reps", type=int, default=None)
     p.add_argument("--data-dir", default=None)
+    p.add_argument(
+        "--estimators",
+        action="store_true",
+        help="MatrixCompletion(regularizer=...) on MovieLens instead",
+    )
+    p.add_argument(
+        "--variants",
+        nargs="*",
+        type=json.loads,
+        default=[],
+        help="with --estimators: more MatrixCompletion options, one JSON each",
+    )
     args = p.parse_args()
     _shared.setup(args)
+    if args.estimators:
+        args.datasets = args.datasets or (["100k"] if args.quick else MOVIELENS)
+        args.reps = args.reps or (1 if args.quick else 3)
+        return args
     args.datasets = args.datasets or (
         ["synthetic-250"]
         if args.quick
@@ -174,8 +206,84 @@ def table_row(name, rs, key) -> list:
     ]
 
 
+# -- the estimators on MovieLens (issue 24, part 3) ---------------------------------
+MOVIELENS = ["100k", "1m", "latest-small"]
+
+
+def estimator_configs(args) -> list[dict]:
+    """Every regularizer with its defaults (the nuclear norm first: the
+    reference of the ratios), then the ``--variants``."""
+    others = [{"regularizer": r} for r in REGULARIZERS if r != "nuclear"]
+    return [{"regularizer": "nuclear"}, *others, *args.variants]
+
+
+def estimator_fit(train, test, seed: int, reps: int, options: dict) -> dict:
+    """``MatrixCompletion(**options)`` on ``train``: medians of ``reps`` fits."""
+    cpus, walls = [], []
+    for _ in range(reps):
+        c0, t0 = time.process_time(), time.perf_counter()
+        model = MatrixCompletion(random_state=seed, **options).fit(train)
+        cpus.append(time.process_time() - c0)
+        walls.append(time.perf_counter() - t0)
+    return dict(
+        options=options,
+        rmse=-model.score(test),
+        rank=model.rank_,
+        lam=model.lam_,
+        regularizer=repr(model.regularizer_),
+        cpu=_shared.median(cpus),
+        wall=_shared.median(walls),
+    )
+
+
+def estimator_run(args) -> list[dict]:
+    """Every configuration on the 80/20 split of every dataset."""
+    out = []
+    for name in args.datasets:
+        entries = load_movielens(name, args.data_dir).entries
+        train, test = split_entries(
+            entries, (0.8, 0.2), random_state=np.random.default_rng(args.seed)
+        )
+        rows = [
+            estimator_fit(train, test, args.seed, args.reps, options)
+            for options in estimator_configs(args)
+        ]
+        out.append(dict(data=name, fits=rows))
+    return out
+
+
+def estimator_report(args, results: list[dict]) -> None:
+    """One table: RMSE, rank, CPU and CPU over the nuclear norm per dataset."""
+    rows = []
+    for r in results:
+        base = r["fits"][0]  # regularizer="nuclear": the defaults
+        for f in r["fits"]:
+            label = ", ".join(f"{k}={v!r}" for k, v in f["options"].items())
+            rows.append(
+                [
+                    r["data"],
+                    f"MatrixCompletion({label})",
+                    f"{f['rmse']:.4f}",
+                    f["rank"],
+                    round(f["cpu"], 2),
+                    f"{f['cpu'] / base['cpu']:.2f}",
+                    f"{100 * (f['rmse'] - base['rmse']) / base['rmse']:+.2f} %",
+                ]
+            )
+    headers = ["data", "estimator", "test RMSE", "rank", "CPU s"]
+    headers += ["CPU / nuclear", "RMSE vs nuclear"]
+    table = _shared.markdown_table(headers, rows)
+    print(table)
+    config = {k: v for k, v in vars(args).items() if k != "out"}
+    name = "completion_nonconvex_estimators" + ("_quick" if args.quick else "")
+    _shared.write(name, args.out, config, dict(runs=results), table)
+
+
 def main():
     args = configure()
+    if args.estimators:
+        estimator_report(args, estimator_run(args))
+        return
     names = args.datasets
     runs = [run(n, r, args) for n in names for r in range(args.reps)]
     rows = []

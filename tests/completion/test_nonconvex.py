@@ -54,7 +54,12 @@ def _err(res, U, V):
 
 @pytest.mark.parametrize(
     ("reg", "kw"),
-    [("tnn", {"rank": 3}), ("capped_l1", {"theta": 5.0}), ("lsp", {"theta": 5.0})],
+    [
+        ("tnn", {"rank": 3}),
+        ("capped_l1", {"theta": 5.0}),
+        ("lsp", {"theta": 5.0}),
+        ("mcp", {"theta": 10.0}),
+    ],
 )
 @pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
 def test_dc_decreases_the_nonconvex_objective_and_beats_nuclear(problem, reg, kw):

@@ -423,6 +423,34 @@ MATRIX_COMPLETION = Subject(
     methods=_completion_methods(2),  # and the retrieval surface, added below
 )
 
+#: Values of ``regularizer_params`` to try beside the generic ones: valid
+#: dicts, keys the regularizer does not take, values out of range.
+_REG_PARAMS = [
+    {"gamma": 4.0},
+    {"theta": 0.5},
+    {"rank": 2},
+    {"gamma": -1.0},
+    {"gamma": np.nan},
+    {"theta": 1.0, "gamma": 1.0},
+    {"unknown": 1},
+    {},
+]
+
+#: One nonconvex configuration of the same estimator (issue 24, part 3): the
+#: reweighted solves, the path with its own grid, the regularizer's scale.
+MATRIX_COMPLETION_MCP = Subject(
+    name="MatrixCompletion(regularizer='mcp')",
+    cls=MatrixCompletion,
+    base={**MATRIX_COMPLETION.base, "regularizer": "mcp"},
+    fit_cases=_mc_fit_cases,
+    fit_args=lambda: ((_MC_ROWS, _MC_COLS, _MC_VALS),),
+    check_fitted=_completion_check,
+    budget=_COMPLETION_BUDGET,
+    extra_values={"regularizer_params": _REG_PARAMS},
+    methods=_completion_methods(2),
+)
+MATRIX_COMPLETION.extra_values["regularizer_params"] = _REG_PARAMS
+
 _TC = make_low_rank_tensor(5, n_observed=60, random_state=0).observed
 
 
@@ -488,7 +516,10 @@ TENSOR_COMPLETION = Subject(
     fit_args=lambda: (_TC,),
     check_fitted=_completion_check,
     budget=_COMPLETION_BUDGET,
-    extra_values={"mode_weights": [[1.0, 1.0, 1.0], [0.0, 1.0, 2.0], (2, 2, 2)]},
+    extra_values={
+        "mode_weights": [[1.0, 1.0, 1.0], [0.0, 1.0, 2.0], (2, 2, 2)],
+        "regularizer_params": _REG_PARAMS,
+    },
     methods=_completion_methods(3),
 )
 
@@ -1489,6 +1520,8 @@ COLORED_MVU = Subject(
 SUBJECTS = [
     MATRIX_COMPLETION,
     TENSOR_COMPLETION,
+    MATRIX_COMPLETION_MCP,  # not beside MATRIX_COMPLETION: a model file of
+    # the next subject must be of another class (test_load_bad_model_files)
     ORDINAL,
     QUANTIZER,
     TWO_TOWER_RETRIEVAL,
@@ -1660,7 +1693,7 @@ def test_load_bad_model_files(subject, data):
 # batch leaves the model exactly as it was, an accepted one predicts finite
 # values everywhere.
 
-_PARTIAL = [MATRIX_COMPLETION, TENSOR_COMPLETION]
+_PARTIAL = [MATRIX_COMPLETION, MATRIX_COMPLETION_MCP, TENSOR_COMPLETION]
 
 
 def _partial_batch(est, values):

@@ -23,10 +23,12 @@ from .regularizers import (
     REGULARIZERS,
     CappedL1,
     LogSumPenalty,
+    MinimaxConcavePenalty,
     NuclearNorm,
     Regularizer,
     TruncatedNuclearNorm,
     get_regularizer,
+    spectral_prox,
 )
 from .solvers import SOLVERS, ais_impute, get_solver, method_options, resolve_solver
 from .svt import SVT_METHODS
@@ -47,6 +49,7 @@ __all__ = [
     "LogisticLoss",
     "Loss",
     "MatrixCompletion",
+    "MinimaxConcavePenalty",
     "NuclearNorm",
     "PathResult",
     "Regularizer",
@@ -73,4 +76,5 @@ __all__ = [
     "row_shards",
     "select_centering",
     "soft_impute",
+    "spectral_prox",
 ]

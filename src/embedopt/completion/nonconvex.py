@@ -26,6 +26,7 @@ from .._core import (
     Interval,
     Options,
     RandomStateLike,
+    canonical_name,
     resolve_random_state,
     validate_params,
 )
@@ -85,13 +86,14 @@ def dc_completion(
         per outer iteration.
     lam : float
         lambda > 0, keyword-only (an option of the method).
-    regularizer : {"tnn", "capped_l1", "lsp", "nuclear"} or Regularizer
+    regularizer : {"tnn", "capped_l1", "lsp", "mcp", "nuclear"} or Regularizer
         ``"tnn"``: truncated nuclear norm with ``rank`` free singular values;
-        ``"capped_l1"`` / ``"lsp"``: with scale ``theta``.
+        ``"capped_l1"`` / ``"lsp"`` / ``"mcp"``: with scale ``theta`` (an
+        instance may give it as ``gamma * lam`` instead).
     rank : int
         Free singular values of the truncated nuclear norm.
     theta : float
-        Scale of capped-l1 / log-sum penalty.
+        Scale of capped-l1 / log-sum penalty / MCP.
     solver : {"ais_impute", "ais_impute_exact", "soft_impute", "apg"}
         Inner solver: ``"ais_impute"`` is DC(AIS-Impute), ``"apg"`` TNNR(APG).
     loss, validation, shape, device, dtype
@@ -120,6 +122,7 @@ def dc_completion(
         X, loss=loss, validation=validation, shape=shape, device=device, dtype=dtype
     )
     reg = get_regularizer(regularizer, **_reg_params(regularizer, rank, theta))
+    reg = reg.at(lam)  # theta = gamma * lam for a relative scale
     rs = resolve_random_state(random_state, "dc_completion")
     method = method_options(solver)
     label = method.pop("name")
@@ -249,8 +252,11 @@ def _linearization(reg, U, s, V) -> dict:
 
 
 def _reg_params(regularizer, rank, theta) -> dict:
-    if regularizer == "tnn":
+    if isinstance(regularizer, Regularizer):
+        return {}
+    name = canonical_name(regularizer)
+    if name == "tnn":
         return {"rank": rank}
-    if regularizer in ("capped_l1", "lsp"):
+    if name in ("capped_l1", "lsp", "mcp"):
         return {"theta": theta}
     return {}

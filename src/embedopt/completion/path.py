@@ -40,6 +40,7 @@ from .postprocess import postprocess as _postprocess
 from .postprocess import refine as _refine
 from .problem import CompletionProblem, EntriesLike, Factors, _as_problem
 from .proximal import check_mode_weights, check_solver_options, proximal_completion
+from .regularizers import Regularizer
 from .solvers import SOLVERS, method_options
 
 __all__ = [
@@ -158,6 +159,7 @@ def lambda_path(
     device: DeviceLike = "auto",
     dtype: DtypeLike = None,
     mode_weights: Sequence[float] | None = None,
+    regularizer: Regularizer | None = None,
     random_state: RandomStateLike = None,
     **solver_options,
 ) -> PathResult:
@@ -207,6 +209,11 @@ def lambda_path(
         See :class:`CompletionProblem`.
     mode_weights : sequence of float, optional
         Tensors: ``lambda_d = lam * mode_weights[d]`` (also scales the grid).
+    regularizer : Regularizer, optional
+        A nonconvex regularizer instead of the nuclear norm (None), with its
+        weights recomputed at every iteration of each solve (see
+        :func:`proximal_completion`); as its slope at 0 is 1, the grid from
+        lambda_max is the nuclear norm's.
     random_state : None, int, numpy Generator or RandomState
     **solver_options
         ``max_iter``, ``tol``, ``lam_decay``, ``power_iters``, ``max_rank``,
@@ -235,7 +242,7 @@ def lambda_path(
     )
     rs = resolve_random_state(random_state, "lambda_path")
     grid = _grid(problem, lambdas, n_lambdas, lambda_min_ratio, mode_weights, rs)
-    solves = _PathSolves(problem, solver, mode_weights, solver_options)
+    solves = _PathSolves(problem, solver, mode_weights, solver_options, regularizer)
     selection = _Patience(patience, higher_better=problem.loss.binary)
     path, refinements = _Path(), _Refinements(problem, postprocess)
     init, scoring = None, postprocess
@@ -276,8 +283,12 @@ def _path_problem(X, validation, mode_weights, **options) -> CompletionProblem:
 class _PathSolves:
     """The solve at each lambda of a path, warm-started from the previous one."""
 
-    def __init__(self, problem: CompletionProblem, solver, mode_weights, options):
+    def __init__(
+        self, problem: CompletionProblem, solver, mode_weights, options, regularizer
+    ):
         self.problem, self.mode_weights = problem, mode_weights
+        # only a nonconvex one is passed: the nuclear norm keeps its exact calls
+        self.extra = {} if regularizer is None else {"regularizer": regularizer}
         self.method = method_options(solver)
         self.label = self.method.pop("name")
         self.options = dict(options)
@@ -305,6 +316,7 @@ class _PathSolves:
             name=f"{self.label} (lambda={lam:.4g})",
             callback=abort if abort.active else self.user_callback,
             **self.options,
+            **self.extra,
         )
 
 
@@ -553,6 +565,7 @@ def fit_path(
     lambda_min_ratio: float = 1e-3,
     patience: int | None = 1,
     mode_weights: Sequence[float] | None = None,
+    regularizer: Regularizer | None = None,
     random_state: RandomStateLike = None,
     **solver_options,
 ) -> CompletionFit:
@@ -578,6 +591,9 @@ def fit_path(
         The path (see :func:`lambda_path`).
     mode_weights : sequence of float, optional
         Tensors: ``lambda_d = lam * mode_weights[d]``.
+    regularizer : Regularizer, optional
+        Nonconvex regularizer of every solve (see :func:`lambda_path`);
+        None: the nuclear norm.
     random_state : None, int, numpy Generator or RandomState
     **solver_options
         ``max_iter``, ``tol``, ``lam_decay``, ``power_iters``, ``max_rank``,
@@ -593,6 +609,8 @@ def fit_path(
     check_solver_options("fit_path", solver_options)
     rs = resolve_random_state(random_state, "fit_path")
     method = method_options(solver)
+    if regularizer is not None:
+        solver_options = {**solver_options, "regularizer": regularizer}
     if lam != "auto":
         result = proximal_completion(
             problem,
@@ -647,6 +665,7 @@ def warm_refit(
     solver: str = "ais_impute",
     finish: Literal["none", "postprocess", "refine"] = "postprocess",
     mode_weights: Sequence[float] | None = None,
+    regularizer: Regularizer | None = None,
     random_state: RandomStateLike = None,
     **solver_options,
 ) -> CompletionFit:
@@ -667,6 +686,8 @@ def warm_refit(
     solver : {"ais_impute", "ais_impute_exact", "soft_impute", "apg", "auto"}
     finish : {"none", "postprocess", "refine"}
     mode_weights : sequence of float, optional
+    regularizer : Regularizer, optional
+        The fit's nonconvex regularizer (None: the nuclear norm).
     random_state : None, int, numpy Generator or RandomState
     **solver_options
         ``max_iter``, ``tol``, ``lam_decay``, ``power_iters``, ``max_rank``,
@@ -680,6 +701,8 @@ def warm_refit(
     """
     check_solver_options("warm_refit", solver_options)
     rs = resolve_random_state(random_state, "warm_refit")
+    if regularizer is not None:
+        solver_options = {**solver_options, "regularizer": regularizer}
     result = proximal_completion(
         problem,
         init,

@@ -161,7 +161,7 @@ class _CompletionStep:
         mode_weights: list[float],
         weights=None,
         linear=None,
-        regularizer: Regularizer | None = None,
+        regularizers: list[Regularizer] | None = None,
     ):
         self.problem = problem
         self.svt = svt
@@ -169,7 +169,7 @@ class _CompletionStep:
         self.mode_weights = mode_weights
         self.weights = weights
         self.linear = linear
-        self.regularizer = regularizer
+        self.regularizers = regularizers  # one per mode, at its lambda_d
         self._metric_key = f"val_{problem.metric_name}"
 
     # -- setup ---------------------------------------------------------------------
@@ -218,8 +218,13 @@ class _CompletionStep:
     def penalty(self, x, weight: float) -> float:
         """``sum_d lambda_d ||X_d||_*`` (weighted / linearized / nonconvex)."""
         its = x[0]
-        if self.regularizer is not None:
-            return weight * self.mode_weights[0] * self.regularizer.value(its[0].s)
+        if self.regularizers is not None:
+            return sum(
+                weight * w * reg.value(it.s)
+                for w, reg, it in zip(
+                    self.mode_weights, self.regularizers, its, strict=True
+                )
+            )
         return sum(
             weight * w * _penalty(it, self.weights, self.linear)
             for w, it in zip(self.mode_weights, its, strict=True)
@@ -242,8 +247,8 @@ class _CompletionStep:
                 terms.append((mu * lam_d, self.linear[0], self.linear[1]))
             op = self.problem.operator(unf, sparse_vals, terms)
             w = (
-                self.regularizer.weights(c.s)
-                if self.regularizer is not None
+                self.regularizers[d].weights(c.s)
+                if self.regularizers is not None
                 else self.weights
             )
             threshold = mu * lam_d if w is None else mu * lam_d * w
@@ -355,8 +360,10 @@ def proximal_completion(
     regularizer : Regularizer, optional
         A (nonconvex) regularizer whose supergradient weights are recomputed
         from the current iterate at every iteration (iteratively reweighted
-        nuclear norm, IRNN); the objective is then ``f + lambda r(X)``.
-        Excludes ``weights`` and ``linear``. Matrices only.
+        nuclear norm, IRNN); the objective is then ``f + lambda r(X)``
+        (``sum_d lambda_d r(X^d_<d>)`` for tensors, each mode's regularizer
+        at its own lambda_d: :meth:`~.regularizers.Regularizer.at`).
+        Excludes ``weights`` and ``linear``.
     mode_weights : sequence of float, optional
         Tensors: ``lambda_d = lam * mode_weights[d]`` (see
         :func:`~embedopt.completion.ais_impute`).
@@ -384,11 +391,14 @@ def proximal_completion(
     _check_init(init, name)
     rs = resolve_random_state(random_state, name)
     D = len(problem.unfoldings)
-    if D > 1 and (weights is not None or linear is not None or regularizer is not None):
+    if D > 1 and (weights is not None or linear is not None):
         raise InvalidParameterError(
-            f"{name}: weights, linear and regularizer apply to matrix problems only."
+            f"{name}: weights and linear apply to matrix problems only."
         )
     mode_weights = check_mode_weights(mode_weights, problem.shape, name)
+    regularizers = (
+        None if regularizer is None else [regularizer.at(lam * w) for w in mode_weights]
+    )
     step = _CompletionStep(
         problem,
         SVT_METHODS.get(svt)(
@@ -402,7 +412,7 @@ def proximal_completion(
         mode_weights=mode_weights,
         weights=weights,
         linear=linear,
-        regularizer=regularizer,
+        regularizers=regularizers,
     )
     x0 = step.initial(init)
     if lam_start is None:
