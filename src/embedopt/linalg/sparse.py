@@ -239,8 +239,11 @@ class SparsePattern:
         # and the values, 8 more bytes per entry, and the input's zeros were
         # cached: 4 bytes per entry for the life of the pattern). The zeros
         # matter: with beta=0 the kernel still reads the values of ``out``.
+        # On CUDA (cuSPARSE's SDDMM, untested in place here) and under
+        # autograd (out= has no derivative) the separate output stays.
         csr = self.to_csr(out)
-        if torch.is_grad_enabled() and (A.requires_grad or B.requires_grad):
+        grad = torch.is_grad_enabled() and (A.requires_grad or B.requires_grad)
+        if grad or self.device.type != "cpu":
             return torch.sparse.sampled_addmm(csr, A, B.T, beta=0.0).values()
         torch.sparse.sampled_addmm(csr, A, B.T, beta=0.0, out=csr)
         return out
