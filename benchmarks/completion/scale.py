@@ -15,7 +15,7 @@ iterations and seconds to the tolerance, rank, test RMSE (stars), the
 log-log slope of CPU time against |Omega|; with ``--auto-max``, the default
 ``MatrixCompletion()`` (``lam="auto"``) fit at the sizes up to it.
 
-    python benchmarks/completion/scale.py --quick    # 10^5 .. 10^6, c = 10, 20
+    python benchmarks/completion/scale.py --quick    # 10^5 and 10^6, c = 10, 20
     python benchmarks/completion/scale.py --threads 2   # 10^6 .. 2 x 10^7
     python benchmarks/completion/scale.py --threads 2 --sizes 5e7 --cs 20
 """
@@ -113,9 +113,9 @@ def configure():
     p.add_argument("--max-iter", type=int, default=1000)
     args = p.parse_args()
     if args.quick:
-        sizes, cs, auto = [1e5, 3e5, 1e6], [10, 20], 3e5
+        sizes, cs, auto = [1e5, 1e6], [10, 20], 1e5
     else:
-        sizes, cs, auto = [1e6, 2e6, 5e6, 1e7, 2e7], [10, 20, 30], 2e6
+        sizes, cs, auto = [1e6, 2e6, 5e6, 1e7, 2e7], [10, 20, 30], 1e6
     args.sizes = [int(x) for x in (args.sizes or sizes)]
     args.cs = args.cs or cs
     args.auto_max = auto if args.auto_max is None else args.auto_max
@@ -221,7 +221,7 @@ def report(args, results) -> None:
     table = _shared.markdown_table(headers, rows)
     sl = slopes(results)
     table += (
-        "\n\nLog-log slope against |Omega| (s / iteration, s to tol): "
+        "\n\nLog-log slope of CPU time against |Omega| (per iteration, to tol): "
         + ", ".join(f"c = {c:g}: {a:.2f}, {b:.2f}" for c, (a, b) in sl.items())
     )
     print(table)
