@@ -30,6 +30,10 @@ __all__ = [
 ]
 
 
+#: Entries per slice of :meth:`Loss.total` on large vectors.
+TOTAL_CHUNK = 1 << 22
+
+
 class Loss:
     """Base class of losses ``l(x, y)`` of a prediction x and an observation y.
 
@@ -55,9 +59,27 @@ class Loss:
         """Elementwise derivative with respect to x."""
         raise NotImplementedError
 
+    #: Whether ``value`` is elementwise in (x, y) alone, so that :meth:`total`
+    #: may evaluate it on slices (a loss with per-entry state, such as an
+    #: offset per observed entry, is not).
+    elementwise = False
+
     def total(self, x: torch.Tensor, y: torch.Tensor) -> float:
-        """Sum of the elementwise losses, accumulated in float64."""
-        return float(self.value(x, y).sum(dtype=torch.float64))
+        """Sum of the elementwise losses, accumulated in float64.
+
+        Above :data:`TOTAL_CHUNK` entries an :attr:`elementwise` loss is
+        summed slice by slice: the float64 copy of the whole vector that
+        ``sum(dtype=float64)`` makes (8 bytes per observed entry, with the
+        loss values 12) is then never made; below it, one sum as always.
+        """
+        n = x.shape[0] if x.dim() else 1
+        if not self.elementwise or n <= TOTAL_CHUNK:
+            return float(self.value(x, y).sum(dtype=torch.float64))
+        acc = 0.0
+        for s in range(0, n, TOTAL_CHUNK):
+            part = slice(s, s + TOTAL_CHUNK)
+            acc += float(self.value(x[part], y[part]).sum(dtype=torch.float64))
+        return acc
 
     def check_labels(self, y: np.ndarray) -> None:
         """Raise :class:`DataValidationError` if the loss does not fit ``y``."""
@@ -71,6 +93,7 @@ class SquareLoss(Loss):
     """``l(x, y) = (x - y)^2 / 2``; rho = 1 (problem (1) of Yao & Kwok)."""
 
     name = "square"
+    elementwise = True
     rho = 1.0
 
     def value(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -100,6 +123,7 @@ class LogisticLoss(Loss):
     """
 
     name = "logistic"
+    elementwise = True
     rho = 0.25
     binary = True
 
@@ -118,6 +142,7 @@ class SquaredHingeLoss(Loss):
     """``l(x, y) = max(0, 1 - x y)^2 / 2`` for y in {-1, +1}; rho = 1."""
 
     name = "squared_hinge"
+    elementwise = True
     rho = 1.0
     binary = True
 

@@ -69,12 +69,16 @@ class Unfolding:
         return self.to_canonical(self.pattern.sampled_dot(U * s, V))
 
 
-def _unfoldings(entries: ObservedEntries, device) -> tuple[list[Unfolding], np.ndarray]:
-    """Unfoldings of ``entries`` and the canonical permutation of its values."""
+def _unfoldings(
+    entries: ObservedEntries, device
+) -> tuple[list[Unfolding], np.ndarray | None]:
+    """Unfoldings of ``entries`` and the canonical permutation of its values
+    (None: the input order is the canonical order)."""
     idx, shape = entries.indices, entries.shape
     if entries.ndim == 2:
         pattern = SparsePattern(idx[:, 0], idx[:, 1], shape, device)
-        return [Unfolding(pattern, None)], pattern.order.cpu().numpy()
+        order = None if pattern.is_input_order else pattern.order.cpu().numpy()
+        return [Unfolding(pattern, None)], order
     out = []
     for d in range(entries.ndim):
         others = [k for k in range(entries.ndim) if k != d]
@@ -82,7 +86,7 @@ def _unfoldings(entries: ObservedEntries, device) -> tuple[list[Unfolding], np.n
         n_cols = int(np.prod([shape[k] for k in others]))
         pattern = SparsePattern(idx[:, d], cols, (shape[d], n_cols), device)
         out.append(Unfolding(pattern, pattern.order))
-    return out, np.arange(entries.nnz)
+    return out, None
 
 
 class CompletionProblem:
@@ -184,11 +188,11 @@ class CompletionProblem:
 
     def _prepare(self, entries: ObservedEntries, weight, name: str):
         unf, order = _unfoldings(entries, self.device)
-        y = torch.as_tensor(entries.values[order], dtype=self.dtype).to(self.device)
+        y = _permuted(entries.values, order, self.dtype).to(self.device)
         if weight is None:
             return unf, y, None
         w = check_sample_weight(weight, entries.nnz, owner=name, unit="entry")
-        w = w[order]
+        w = w if order is None else w[order]
         wt = torch.as_tensor(w, dtype=self.dtype)
         if not bool(torch.isfinite(wt).all()) or not bool((wt > 0).any()):
             raise DataValidationError(
@@ -421,6 +425,14 @@ class CompletionProblem:
             f"CompletionProblem(shape={self.shape}, nnz={self.entries.nnz}, "
             f"loss={self.loss.name!r}, device={self.device}, dtype={self.dtype})"
         )
+
+
+def _permuted(values: np.ndarray, order: np.ndarray | None, dtype) -> torch.Tensor:
+    """A new ``dtype`` tensor of ``values[order]``, cast before it is permuted
+    (a float64 input then makes no float64 copy: the same numbers)."""
+    np_dtype = torch.empty((), dtype=dtype).numpy().dtype
+    cast = np.asarray(values).astype(np_dtype, copy=order is None)
+    return torch.from_numpy(cast if order is None else cast[order])
 
 
 def _as_factor_list(factors) -> list:

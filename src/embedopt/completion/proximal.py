@@ -236,9 +236,19 @@ class _CompletionStep:
         mu = self.mu
         # Y_t on Omega and the sparse part -mu S_t of Z_t (eq. (20), (33)-(34));
         # with sample weights S_t is w * l' on Omega (the same O(|Omega|) work).
-        y_omega = x_cur if theta == 0 else (1 + theta) * x_cur - theta * x_old
-        sparse_vals = -mu * self.problem.loss_grad(y_omega)
-        new, self._k_total = [], 0
+        # Every O(|Omega|) temporary is freed as soon as it is used: at 10^7
+        # entries each one is 40 MB (float32), and the peak of an iteration
+        # is the number of them alive at once (the same numbers either way).
+        if theta == 0:
+            y_omega = x_cur
+        else:
+            y_omega = (1 + theta) * x_cur
+            y_omega.sub_(theta * x_old)
+        grad = self.problem.loss_grad(y_omega)
+        del y_omega
+        sparse_vals = -mu * grad
+        del grad
+        svts, self._k_total = [], 0
         for d, unf in enumerate(self.problem.unfoldings):
             c, p = cur[d], prev[d]
             lam_d = weight * self.mode_weights[d]
@@ -253,8 +263,13 @@ class _CompletionStep:
             )
             threshold = mu * lam_d if w is None else mu * lam_d * w
             U, s, V, k = self.svt(op, threshold, c, p, mode=d)
-            new.append(_Iterate(U, s, V, unf.values(U, s, V)))
+            svts.append((U, s, V))
             self._k_total += k
+        del sparse_vals, op
+        new = [
+            _Iterate(U, s, V, unf.values(U, s, V))
+            for unf, (U, s, V) in zip(self.problem.unfoldings, svts, strict=True)
+        ]
         return new, self._total(new)
 
     def describe(self, x, weight: float) -> dict:

@@ -45,10 +45,13 @@ from .ordinal_datasets import (
 from .signed import SignedNetwork, load_bitcoin_alpha
 from .splits import kfold_entries, split_by_user, split_entries
 from .synthetic import (
+    RATINGS_SHAPES,
     LowRankProblem,
     LowRankTensorProblem,
+    SyntheticRatings,
     make_low_rank_matrix,
     make_low_rank_tensor,
+    make_ratings,
     sample_positions,
 )
 from .vectors import (
@@ -62,6 +65,7 @@ from .vectors import (
 
 __all__ = [
     "GENRES_1M",
+    "RATINGS_SHAPES",
     "SIFT1M",
     "UNKNOWN_POLICIES",
     "ComparisonWarning",
@@ -80,6 +84,7 @@ __all__ = [
     "PlantedEmbedding",
     "SideFeatures",
     "SignedNetwork",
+    "SyntheticRatings",
     "as_comparisons",
     "as_interactions",
     "as_observed_entries",
@@ -105,6 +110,7 @@ __all__ = [
     "make_low_rank_tensor",
     "make_planted_embedding",
     "make_random_triplets",
+    "make_ratings",
     "read_fvecs",
     "read_ivecs",
     "sample_positions",

@@ -96,23 +96,43 @@ class SparsePattern:
     ):
         m, n = int(shape[0]), int(shape[1])
         self.shape = (m, n)
-        rows = torch.as_tensor(np.asarray(rows), dtype=torch.int64)
-        cols = torch.as_tensor(np.asarray(cols), dtype=torch.int64)
-        self.nnz = int(rows.numel())
+        rows, cols = _index_array(rows), _index_array(cols)
+        self.nnz = int(rows.shape[0])
         itype = torch.int32 if max(m, n, self.nnz) < 2**31 - 1 else torch.int64
         self.index_dtype = itype
         dev = torch.device(device)
-        # CSR order: sort by (row, col).
-        order = torch.from_numpy(np.lexsort((cols.numpy(), rows.numpy())))
-        r_csr, c_csr = rows[order], cols[order]
-        self.order = order.to(dev)
-        self.crow = _compress(r_csr, m).to(dev, itype)
-        self.col = c_csr.to(dev, itype)
-        self._csr_rows = r_csr if dev.type != "cpu" else None
+        # CSR order: sort by (row, col); input already in that order (as
+        # generators and row-sorted files give it) needs no permutation.
+        order = None if _is_csr_sorted(rows, cols, n) else np.lexsort((cols, rows))
+        self._order = None if order is None else _gather(order, None, itype)
+        self.crow = _row_pointers(rows, m).to(dev, itype)
+        self.col = _gather(cols, order, itype).to(dev)
+        self._csr_rows = None
+        if dev.type != "cpu":
+            self._csr_rows = _gather(rows, order, torch.int64)
+            self._order = None if order is None else self._order.to(dev)
+        del order
         self._transpose: tuple | None = None
         self.device = dev
-        self._zeros: dict[torch.dtype, torch.Tensor] = {}
         self._tcache: tuple | None = None
+
+    @property
+    def order(self) -> torch.Tensor:
+        """Permutation taking input order to CSR order (int64, on the device).
+
+        ``values_csr = values_input[order]``. Stored as ``index_dtype`` and
+        not at all when the input is in CSR order already (then this is
+        ``arange(nnz)``, made on each access): 8 bytes per observed entry
+        that a solver never reads after its setup.
+        """
+        if self._order is None:
+            return torch.arange(self.nnz, device=self.device)
+        return self._order.long()
+
+    @property
+    def is_input_order(self) -> bool:
+        """Whether the input was in CSR order (``order`` is the identity)."""
+        return self._order is None
 
     # -- index views ------------------------------------------------------------
     def row_indices(self) -> torch.Tensor:
@@ -211,19 +231,68 @@ class SparsePattern:
         torch.Tensor, shape (nnz,)
             ``sum_l A[i_e, l] * B[j_e, l]`` for each observed entry e.
         """
-        dtype = A.dtype
+        out = torch.zeros(self.nnz, dtype=A.dtype, device=self.device)
         if A.shape[1] == 0:
-            return torch.zeros(self.nnz, dtype=dtype, device=self.device)
-        zeros = self._zeros.get(dtype)
-        if zeros is None:
-            zeros = torch.zeros(self.nnz, dtype=dtype, device=self.device)
-            self._zeros[dtype] = zeros
-        out = torch.sparse.sampled_addmm(self.to_csr(zeros), A, B.T, beta=0.0)
-        return out.values()
+            return out
+        # In place on the output's own CSR wrapper: the kernel then allocates
+        # nothing per entry (with a separate input it copies the structure
+        # and the values, 8 more bytes per entry, and the input's zeros were
+        # cached: 4 bytes per entry for the life of the pattern). The zeros
+        # matter: with beta=0 the kernel still reads the values of ``out``.
+        # On CUDA (cuSPARSE's SDDMM, untested in place here) and under
+        # autograd (out= has no derivative) the separate output stays.
+        csr = self.to_csr(out)
+        grad = torch.is_grad_enabled() and (A.requires_grad or B.requires_grad)
+        if grad or self.device.type != "cpu":
+            return torch.sparse.sampled_addmm(csr, A, B.T, beta=0.0).values()
+        torch.sparse.sampled_addmm(csr, A, B.T, beta=0.0, out=csr)
+        return out
 
 
-def _compress(sorted_idx: torch.Tensor, size: int) -> torch.Tensor:
-    counts = torch.bincount(sorted_idx, minlength=size)
+#: Entries handled per step by the chunked index helpers (bounded temporaries).
+_CHUNK = 1 << 22
+
+
+def _index_array(idx: ArrayLike) -> np.ndarray:
+    """A 1-D integer NumPy array of indices, without copying integer input."""
+    a = idx.detach().cpu().numpy() if torch.is_tensor(idx) else np.asarray(idx)
+    return a if np.issubdtype(a.dtype, np.integer) else a.astype(np.int64)
+
+
+def _is_csr_sorted(rows: np.ndarray, cols: np.ndarray, n: int) -> bool:
+    """Whether ``(rows, cols)`` is sorted by row, then column (chunked)."""
+    prev = -1
+    for s in range(0, rows.shape[0], _CHUNK):
+        lin = rows[s : s + _CHUNK].astype(np.int64) * n + cols[s : s + _CHUNK]
+        if lin[0] < prev or (lin[1:] < lin[:-1]).any():
+            return False
+        prev = int(lin[-1])
+    return True
+
+
+def _gather(a: np.ndarray, order: np.ndarray | None, dtype) -> torch.Tensor:
+    """``a[order]`` (``a`` without order) as a ``dtype`` tensor, chunked so
+    that no int64 copy of the whole array is made."""
+    out = np.empty(a.shape[0], dtype=torch.empty((), dtype=dtype).numpy().dtype)
+    for s in range(0, a.shape[0], _CHUNK):
+        part = slice(s, s + _CHUNK)
+        out[part] = a[part] if order is None else a[order[part]]
+    return torch.from_numpy(out)
+
+
+def _row_pointers(rows: np.ndarray, m: int) -> torch.Tensor:
+    """CSR row pointers (int64) from the row of each entry, in any order."""
+    counts = np.zeros(m, dtype=np.int64)
+    for s in range(0, rows.shape[0], _CHUNK):
+        counts += np.bincount(rows[s : s + _CHUNK], minlength=m)
+    crow = torch.zeros(m + 1, dtype=torch.int64)
+    crow[1:] = torch.cumsum(torch.from_numpy(counts), 0)
+    return crow
+
+
+def _compress(idx: torch.Tensor, size: int) -> torch.Tensor:
+    """CSR row pointers from the row index of each entry (any order)."""
+    counts = torch.bincount(idx, minlength=size)
     crow = torch.zeros(size + 1, dtype=torch.int64)
     crow[1:] = torch.cumsum(counts, 0)
     return crow
