@@ -13,7 +13,8 @@ import os
 
 from ._core.base import BaseEstimator
 from ._core.device import DeviceLike
-from ._core.persistence import load_estimator
+from ._core.docs import fill_doc
+from ._core.persistence import LOAD_DEVICE_DOC, load_estimator
 
 __all__ = ["ESTIMATORS", "load"]
 
@@ -36,6 +37,7 @@ def _find(name: str) -> type | None:
     return getattr(importlib.import_module(ESTIMATORS[name]), name)
 
 
+@fill_doc(device=LOAD_DEVICE_DOC)
 def load(path: str | os.PathLike, *, device: DeviceLike = None) -> BaseEstimator:
     """Read a fitted estimator written by ``estimator.save(path)``.
 
@@ -46,9 +48,7 @@ def load(path: str | os.PathLike, *, device: DeviceLike = None) -> BaseEstimator
     Parameters
     ----------
     path : str or os.PathLike
-    device : {"cpu", "cuda", "cuda:N"} or torch.device, optional
-        Where its tensors go. Default: the device each tensor was saved from
-        when it is available here, else the CPU.
+    {device}
 
     Returns
     -------

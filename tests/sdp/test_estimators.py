@@ -77,6 +77,9 @@ def test_not_fitted_and_bad_cluster_or_kernel_arguments():
         est.cluster(0)
     with pytest.raises(DataValidationError, match="out of range"):
         est.kernel(0, 24)
+    # every argument is checked in the name of the method called
+    with pytest.raises(InvalidParameterError, match=r"KernelLearning\.cluster"):
+        est.cluster(2, random_state="seed")
 
 
 @pytest.mark.parametrize(

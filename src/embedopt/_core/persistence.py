@@ -66,6 +66,7 @@ import torch
 from torch import nn
 
 from .device import DeviceLike, resolve_device
+from .docs import fill_doc
 from .exceptions import DataValidationError, InvalidParameterError, NotFittedError
 
 __all__ = [
@@ -75,6 +76,12 @@ __all__ = [
     "persistable",
     "save_estimator",
 ]
+
+#: The ``device`` parameter of every function that reads an estimator's file.
+LOAD_DEVICE_DOC = """\
+device : {"cpu", "cuda", "cuda:N"} or torch.device, optional
+    Where its tensors go. Default: the device each tensor was saved from
+    when it is available here, else the CPU."""
 
 #: The ``format`` field of every embedopt model file.
 FORMAT = "embedopt.estimator"
@@ -680,6 +687,7 @@ def _estimator_class(
     return cls
 
 
+@fill_doc(device=LOAD_DEVICE_DOC)
 def load_estimator(
     path: str | os.PathLike,
     *,
@@ -697,9 +705,7 @@ def load_estimator(
     find : callable, optional
         ``find(name)``: the embedopt estimator class of that name, or None
         (``embedopt.load``; used when ``expected`` is None).
-    device : {"cpu", "cuda", "cuda:N"} or torch.device, optional
-        Where tensors go. Default: the device each was saved from when it is
-        available here, else the CPU.
+    {device}
 
     Returns
     -------

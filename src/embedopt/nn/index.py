@@ -57,7 +57,33 @@ from ..linalg.rotations import procrustes
 
 __all__ = ["ItemIndex"]
 
+#: How to install faiss: the project's ``faiss`` extra (faiss-cpu).
 FAISS_INSTALL = 'pip install "embedopt[faiss]"'
+
+
+def _import_faiss(what: str, alternative: str) -> Any:
+    """The faiss module, or an ImportError that says how to install it.
+
+    Parameters
+    ----------
+    what : str
+        The function that needs faiss, named in the message.
+    alternative : str
+        Said after the project's extra (another way to install faiss).
+
+    Returns
+    -------
+    module
+        ``faiss``.
+    """
+    try:
+        import faiss
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            f"{what} needs faiss: {FAISS_INSTALL} {alternative}."
+        ) from exc
+    return faiss
+
 
 _CONSTRAINTS = {
     "n_subquantizers": [Interval(int, 1, None), Options(["auto"])],
@@ -416,13 +442,7 @@ class ItemIndex:
         DataValidationError
             If ``n_centroids`` is not a power of two.
         """
-        try:
-            import faiss
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                f"ItemIndex.to_faiss needs faiss: {FAISS_INSTALL} or pip install "
-                "faiss-cpu."
-            ) from exc
+        faiss = _import_faiss("ItemIndex.to_faiss", "or pip install faiss-cpu")
         if not hasattr(self, "codes_"):
             raise NotFittedError(
                 "This ItemIndex is not built yet: call fit(items) first."

@@ -16,12 +16,10 @@ from numpy.typing import ArrayLike
 
 from .._core import DataValidationError, check_is_fitted
 from ..linalg.rotations import orthogonality_error
+from ..nn.index import FAISS_INSTALL, _import_faiss  # noqa: F401 (FAISS_INSTALL: old path)
 from .estimators import ProductQuantizer
 
 __all__ = ["to_faiss"]
-
-#: How to install faiss: the project's ``faiss`` extra (faiss-cpu).
-FAISS_INSTALL = 'pip install "embedopt[faiss]"'
 
 
 def to_faiss(
@@ -53,13 +51,7 @@ def to_faiss(
     DataValidationError
         If K is not a power of two or R is not orthogonal.
     """
-    try:
-        import faiss
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            f"to_faiss needs faiss: {FAISS_INSTALL} (or pip install faiss-gpu on "
-            "a CUDA machine)."
-        ) from exc
+    faiss = _import_faiss("to_faiss", "(or pip install faiss-gpu on a CUDA machine)")
     check_is_fitted(pq, "codebooks_tensor_")
     K = pq.n_centroids
     nbits = round(math.log2(K))

@@ -651,12 +651,10 @@ class KernelLearning(BaseEstimator):
             Cluster labels.
         """
         check_is_fitted(self, "embedding_")
-        V = np.asarray(self.embedding_, dtype=np.float64)
-        owner = "KernelLearning.cluster"
-        check_param(owner, "n_clusters", n_clusters, [Interval(int, 1, len(V))])
-        check_param(owner, "n_init", n_init, [Interval(int, 1, None)])
         seed = self.random_state if random_state is None else random_state
-        return kernel_kmeans(V, n_clusters, n_init=n_init, random_state=seed)
+        return _kernel_kmeans(
+            self.embedding_, n_clusters, n_init, seed, "KernelLearning.cluster"
+        )
 
 
 def kernel_kmeans(
@@ -687,8 +685,12 @@ def kernel_kmeans(
     numpy.ndarray of int, shape (n,)
         Cluster labels.
     """
+    return _kernel_kmeans(V, n_clusters, n_init, random_state, "kernel_kmeans")
+
+
+def _kernel_kmeans(V, n_clusters, n_init, random_state, owner: str) -> np.ndarray:
+    """:func:`kernel_kmeans`, its arguments checked in the name of ``owner``."""
     V = np.asarray(V, dtype=np.float64)
-    owner = "kernel_kmeans"
     check_param(owner, "n_clusters", n_clusters, [Interval(int, 1, len(V))])
     check_param(owner, "n_init", n_init, [Interval(int, 1, None)])
     rng = resolve_random_state(random_state, owner).numpy

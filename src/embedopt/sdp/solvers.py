@@ -347,40 +347,60 @@ def _half_step(problem, block: _Block, other: torch.Tensor, omega, gamma_rule, f
     return F_new, gamma, tau
 
 
-class _AAGDState:
-    """The iterates of Algorithm 1 and its momentum schedule (eq. 12)."""
+class _Momentum:
+    """Algorithm 1's iteration around the two half-steps of a subclass.
 
-    def __init__(self, X: torch.Tensor, Y: torch.Tensor):
-        self.x, self.y = _Block(X), _Block(Y)
+    The momentum schedule (eq. 12) with the function-value restart; a
+    subclass computes the half-steps (``_half_steps``), drops its
+    extrapolation after a restart (``_after``) and names its ``factors``.
+    """
+
+    def __init__(self):
         self.t_prev, self.F_prev = 1.0, math.inf
-
-    @property
-    def factors(self):
-        return self.x.cur, self.y.cur
 
     def iterate(self, problem, rule) -> dict:
         """Steps 3-9 of Algorithm 1; the history values of the iteration."""
         t = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * self.t_prev**2))  # step 3, eq. 12
         omega = (self.t_prev - 1.0) / t
-        _, _, tau_x = _half_step(problem, self.x, self.y.cur, omega, rule, True)
-        F_new, gamma, tau_y = _half_step(
-            problem, self.y, self.x.cur, omega, rule, False
-        )
+        F_new, gamma, tau_x, tau_y, gap = self._half_steps(problem, rule, omega)
         restart = F_new > self.F_prev
         self.t_prev = 1.0 if restart else t
-        if restart:  # no extrapolation from the step that went up
-            self.x.prev, self.y.prev = self.x.cur, self.y.cur
         self.F_prev = F_new
-        Y = self.y.cur
+        self._after(restart)
+        Y = self.factors[1]
         return {
             "objective": problem.value(Y, Y),  # f at the returned factor
             "surrogate": F_new,
-            "gap": math.sqrt(_sq(self.x.cur - Y)),  # Figure 2
+            "gap": gap,  # ||X_k - Y_k||_F, Figure 2
             "gamma": gamma,
             "step_x": tau_x,
             "step_y": tau_y,
             "restart": float(restart),
         }
+
+
+class _AAGDState(_Momentum):
+    """The iterates of Algorithm 1 (any f: :func:`_half_step`)."""
+
+    def __init__(self, X: torch.Tensor, Y: torch.Tensor):
+        super().__init__()
+        self.x, self.y = _Block(X), _Block(Y)
+
+    @property
+    def factors(self):
+        return self.x.cur, self.y.cur
+
+    def _half_steps(self, problem, rule, omega):
+        """Steps 4-9: ``(F_new, gamma, tau_x, tau_y, gap)``."""
+        _, _, tau_x = _half_step(problem, self.x, self.y.cur, omega, rule, True)
+        F_new, gamma, tau_y = _half_step(
+            problem, self.y, self.x.cur, omega, rule, False
+        )
+        return F_new, gamma, tau_x, tau_y, math.sqrt(_sq(self.x.cur - self.y.cur))
+
+    def _after(self, restart: bool) -> None:
+        if restart:  # no extrapolation from the step that went up
+            self.x.prev, self.y.prev = self.x.cur, self.y.cur
 
 
 _PAIR_INTERFACE = ("pair_values", "cross_pair_values", "pair_gradient", "pair_target")
@@ -400,7 +420,7 @@ def _has_pair_interface(problem) -> bool:
     )
 
 
-class _PairAAGDState:
+class _PairAAGDState(_Momentum):
     """Algorithm 1 for ``f(Z) = 1/2 ||s(Z) - T||^2 + <C, Z>``, one pass per half-step.
 
     The same iterates as :class:`_AAGDState` (to rounding), computed with
@@ -437,10 +457,10 @@ class _PairAAGDState:
     refresh = 32
 
     def __init__(self, problem, X, Y, rule, power_tol: float = 1e-2):
+        super().__init__()
         self.problem, self.rule, self.power_tol = problem, rule, power_tol
         self.X, self.Y = X, Y
         self.dX, self.dY = torch.zeros_like(X), torch.zeros_like(Y)
-        self.t_prev, self.F_prev = 1.0, math.inf
         self.vector = [None, None]  # power-iteration vector per block
         self.norm = [None, None]  # its last ||G||_2 estimate
         self.k = 0
@@ -547,15 +567,13 @@ class _PairAAGDState:
         gap2 = max(pen - 2.0 * tau * dD + tau * tau * dd, 0.0)  # ||A_new - B||^2
         return F_new, gamma, tau, gap2
 
-    def iterate(self, problem, rule) -> dict:
-        """Steps 3-9 of Algorithm 1; the history values of the iteration."""
-        t = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * self.t_prev**2))  # step 3, eq. 12
-        omega = (self.t_prev - 1.0) / t
+    def _half_steps(self, problem, rule, omega):
+        """Steps 4-9: ``(F_new, gamma, tau_x, tau_y, gap)``."""
         _, _, tau_x, _ = self._half_step(True, omega)
         F_new, gamma, tau_y, gap2 = self._half_step(False, omega)
-        restart = F_new > self.F_prev
-        self.t_prev = 1.0 if restart else t
-        self.F_prev = F_new
+        return F_new, gamma, tau_x, tau_y, math.sqrt(gap2)
+
+    def _after(self, restart: bool) -> None:
         self.k += 1
         if restart:  # no extrapolation from the step that went up
             self.dX.zero_()
@@ -564,16 +582,6 @@ class _PairAAGDState:
             self.S[:, :, 1].zero_()
         if self.k % self.refresh == 0:
             self.recompute()
-        Y = self.Y
-        return {
-            "objective": problem.value(Y, Y),  # f at the returned factor
-            "surrogate": F_new,
-            "gap": math.sqrt(gap2),  # Figure 2
-            "gamma": gamma,
-            "step_x": tau_x,
-            "step_y": tau_y,
-            "restart": float(restart),
-        }
 
     @property
     def factors(self):

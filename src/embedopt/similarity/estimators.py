@@ -40,7 +40,7 @@ from ..data import (
     as_side_features,
 )
 from ..data.frames import decode_ids
-from ..linalg import top_k_inner_products
+from ..linalg import Communicator, top_k_inner_products
 from ..nn import (
     FEATURE_TOWERS,
     TOWERS,
@@ -501,13 +501,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         if self.process_group is None:
             return False, None
         owner = type(self).__name__
-        if not (dist.is_available() and dist.is_initialized()):
-            raise InvalidParameterError(
-                f"{owner}(process_group={self.process_group!r}) trains on a "
-                "torch.distributed process group, but none is initialized in this "
-                "process: call torch.distributed.init_process_group first (torchrun "
-                "sets up its environment), or leave process_group=None."
-            )
+        group = Communicator(self.process_group, owner).group  # initialized?
         if self.solver != "auto" and SOLVERS.resolve_name(self.solver) not in (
             GROUP_SOLVERS
         ):
@@ -516,7 +510,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
                 f"process_group use one of {', '.join(map(repr, GROUP_SOLVERS))} "
                 "or 'auto'."
             )
-        return True, None if self.process_group == "default" else self.process_group
+        return True, group
 
     def _group_context(self, group):
         """The fit context with one int seed on every process of ``group``.
