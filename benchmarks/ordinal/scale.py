@@ -15,6 +15,9 @@ SVRG-SBB_eps with the defaults (b = 100, m = |Q|). For each (n, |Q|):
     python benchmarks/ordinal/scale.py --big-only --objects 100000 --lbfgs-cap 150
         # 10^7 triplets of 10^5 objects: time to TARGET and peak memory of
         # SVRG-SBB, and of L-BFGS stopped after 150 s (issue 26, item 3)
+    python benchmarks/ordinal/scale.py --big-only --objects 100000 --cblearn 10
+        # ... and cblearn's STE on the same triplets, in a child process
+        # limited to --cblearn-memory-limit GB of address space
 
 Writes benchmarks/results/ordinal_scale.{json,md,png}.
 """
@@ -141,10 +144,11 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def big_run(n=10_000, m=10_000_000, epochs=10, lbfgs_cap=0.0):
+def big_run(n=10_000, m=10_000_000, epochs=10, lbfgs_cap=0.0, cblearn=None):
     """10^7 triplets end to end (SVRG-SBB, m = |Q|/4, compiled steps); with
     ``lbfgs_cap`` > 0 also our L-BFGS on the same problem, stopped after that
-    many seconds or at the target."""
+    many seconds or at the target; with ``cblearn = (max_iter, limit_gb)``
+    also cblearn's STE (see :func:`big_cblearn`)."""
     t0 = time.perf_counter()
     prob = make_planted_embedding(n, 10, n_train=m, n_test=100_000, random_state=1)
     gen_s = time.perf_counter() - t0
@@ -170,6 +174,8 @@ def big_run(n=10_000, m=10_000_000, epochs=10, lbfgs_cap=0.0):
     }
     if lbfgs_cap:
         out["lbfgs"] = big_lbfgs(prob, lbfgs_cap)
+    if cblearn:
+        out["cblearn"] = big_cblearn(prob, n, *cblearn)
     print(out, flush=True)
     return out
 
@@ -197,6 +203,49 @@ def big_lbfgs(prob, cap: float) -> dict:
     }
 
 
+def big_cblearn(prob, n: int, max_iter: int, limit_gb: float) -> dict:
+    """cblearn's STE (scipy L-BFGS-B, ``max_iter`` iterations) in a forked
+    child whose address space is capped at ``limit_gb`` GB (RLIMIT_AS), so an
+    allocation it cannot make raises MemoryError there instead of swapping;
+    returns its curve, or the error and the peak RSS of the child."""
+    import multiprocessing as mp
+    import resource
+
+    def child(conn):
+        with open("/proc/self/status") as f:  # address space inherited at fork
+            vm = next(int(x.split()[1]) for x in f if x.startswith("VmSize"))
+        cap = int(limit_gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        t0 = time.perf_counter()
+        try:
+            cb = C.run_cblearn("ste", prob.train.indices, n, 10, prob.test.indices,
+                               max_iter=max_iter)  # fmt: skip
+            cb.pop("embedding")
+            tt = _shared.time_to(cb["times"], cb["errors"], TARGET, strict=True)
+            out = {**cb, "time_to_target": tt}
+        except Exception as exc:  # MemoryError expected; any other says why
+            out = {"error": f"{type(exc).__name__}: {exc}"}
+        out["seconds_in_child"] = time.perf_counter() - t0
+        out.update(peak_rss_gb=peak_rss_gb(), vm_at_fork_gb=vm / 2**20)
+        conn.send(out)
+
+    if not C.have_cblearn():
+        return {"error": "cblearn is not installed"}
+    import cblearn.embedding  # noqa: F401  (loaded before the limit applies)
+
+    recv, send = mp.get_context("fork").Pipe(duplex=False)
+    proc = mp.get_context("fork").Process(target=child, args=(send,))
+    proc.start()
+    send.close()  # so that recv raises EOFError if the child is killed
+    try:
+        out = recv.recv()
+    except EOFError:
+        out = {"error": "the child died without a result"}
+    proc.join()
+    out.update(memory_limit_gb=limit_gb, exitcode=proc.exitcode)
+    return out
+
+
 def configure(argv=None):
     """The command line: ``--quick`` and ``--big-only``."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -208,6 +257,14 @@ def configure(argv=None):
     ap.add_argument(
         "--lbfgs-cap", type=float, default=0.0,
         help="also run L-BFGS on the 10^7 triplets, for at most this many s",
+    )  # fmt: skip
+    ap.add_argument(
+        "--cblearn", type=int, default=0, metavar="MAX_ITER",
+        help="also run cblearn's STE on the 10^7 triplets, this many iterations",
+    )  # fmt: skip
+    ap.add_argument(
+        "--cblearn-memory-limit", type=float, default=10.0, metavar="GB",
+        help="address-space limit of the cblearn child process (--cblearn)",
     )  # fmt: skip
     return ap.parse_args(argv)
 
@@ -300,7 +357,8 @@ def plot(curves: dict) -> None:
 def main(argv=None):
     args = configure(argv)
     if args.big_only:
-        big = big_run(n=args.objects, epochs=8, lbfgs_cap=args.lbfgs_cap)
+        cb = (args.cblearn, args.cblearn_memory_limit) if args.cblearn else None
+        big = big_run(n=args.objects, epochs=8, lbfgs_cap=args.lbfgs_cap, cblearn=cb)
         payload = {"versions": _shared.environment("cblearn"), "q1e7": big}
         _shared.write_outputs("ordinal_scale_1e7", payload, "")
         return
