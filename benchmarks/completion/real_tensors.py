@@ -216,7 +216,7 @@ def report(args, out) -> None:
                     method,
                     f"{_shared.median(nm):.4f} ({min(nm):.4f}-{max(nm):.4f})",
                     f"{_shared.median([x['rmse'] for x in rr]):.4f}",
-                    f"{_shared.median([a / b for a, b in zip(nm, base)]):.2f}",
+                    f"{_shared.median(np.divide(nm, base)):.2f}",
                     rr[0]["ranks"],
                     f"{_shared.median([x['seconds'] for x in rr]):.1f}",
                     f"{_shared.median([x['search_seconds'] for x in rr]):.1f}",
