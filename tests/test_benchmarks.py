@@ -71,7 +71,7 @@ def test_layout_one_folder_per_domain():
     assert not list(BENCHMARKS.glob("*_common.py"))
     for d in DOMAINS:
         assert (BENCHMARKS / d / "README.md").is_file()
-    assert len(scripts()) == 41
+    assert len(scripts()) == 42
     # Every domain with a defaults comparison is run by benchmarks/defaults.py.
     import ast
 

@@ -54,6 +54,7 @@ from .synthetic import (
     make_ratings,
     sample_positions,
 )
+from .tensors import STACKS, load_image_tensor, load_movielens_tensor
 from .vectors import (
     SIFT1M,
     load_glove,
@@ -67,6 +68,7 @@ __all__ = [
     "GENRES_1M",
     "RATINGS_SHAPES",
     "SIFT1M",
+    "STACKS",
     "UNKNOWN_POLICIES",
     "ComparisonWarning",
     "Comparisons",
@@ -97,9 +99,11 @@ __all__ = [
     "load_digits",
     "load_eurodist",
     "load_glove",
+    "load_image_tensor",
     "load_libsvm",
     "load_movielens",
     "load_movielens_side_features",
+    "load_movielens_tensor",
     "load_music_triplets",
     "load_sift1m",
     "load_test_image",
