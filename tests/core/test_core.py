@@ -189,3 +189,20 @@ def test_check_sample_weight_says_the_same_thing_for_every_kind_of_observation()
     for bad, match in cases:
         with pytest.raises(DataValidationError, match=match):
             check_sample_weight(bad, 3, owner="X.fit", unit="pair")
+
+
+def test_attribute_repr_is_the_constructor_call():
+    from embedopt._core.registry import AttributeRepr
+    from embedopt.completion.regularizers import get_regularizer
+    from embedopt.ordinal.losses import get_loss
+
+    class _Rule(AttributeRepr):
+        def __init__(self, theta, name="x"):
+            self.theta = theta
+            self.name = name
+
+    assert repr(_Rule(0.5)) == "_Rule(theta=0.5, name='x')"
+    assert repr(get_loss("tste")) == "TSTELoss(alpha=None)"
+    assert repr(get_regularizer("lsp", theta=2.0)) == (
+        "LogSumPenalty(theta=2.0, gamma=None)"
+    )

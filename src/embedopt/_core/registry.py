@@ -23,7 +23,20 @@ from typing import Any
 
 from .exceptions import InvalidParameterError
 
-__all__ = ["Registry", "canonical_name", "instance_or_named"]
+__all__ = ["AttributeRepr", "Registry", "canonical_name", "instance_or_named"]
+
+
+class AttributeRepr:
+    """Mixin: ``repr`` as the call ``ClassName(key=value, ...)`` of the attributes.
+
+    For the named components of a registry (ordinal losses, completion
+    regularizers) whose instance attributes are their constructor keywords,
+    so that the repr reads as the call that rebuilds the object.
+    """
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({args})"
 
 
 def canonical_name(name: str) -> str:

@@ -25,6 +25,7 @@ import torch
 
 from .._core import InvalidParameterError, Registry, instance_or_named
 from .._core.persistence import persistable
+from .._core.registry import AttributeRepr
 
 __all__ = [
     "REGULARIZERS",
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 
-class Regularizer:
+class Regularizer(AttributeRepr):
     """Base class: ``r(X) = sum_i rbar(sigma_i)``."""
 
     name = "regularizer"
@@ -76,10 +77,6 @@ class Regularizer:
         Regularizer
         """
         return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
-        return f"{type(self).__name__}({args})"
 
 
 @persistable

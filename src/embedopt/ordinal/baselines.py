@@ -198,17 +198,7 @@ def sgd(
         },
         _SGD_OWN,
     )
-    data = setup_options(
-        loss,
-        n_objects,
-        init,
-        init_scale,
-        validation,
-        random_state,
-        device,
-        dtype,
-        sample_weight=sample_weight,
-    )
+    data = setup_options(locals())
     s = _prepare(comparisons, n_components, data, run, "SGD", SGD_CONSTRAINTS)
     per_epoch = epoch_samples(s.problem.n_samples, update_frequency)
     run["batch_size"] = _default_batch(run["batch_size"], per_epoch)
@@ -264,17 +254,7 @@ def batch_gd(
         "callback": callback,
     }
     validate_params("Batch GD", {"update_frequency": update_frequency}, _SGD_OWN)
-    data = setup_options(
-        loss,
-        n_objects,
-        init,
-        init_scale,
-        validation,
-        random_state,
-        device,
-        dtype,
-        sample_weight=sample_weight,
-    )
+    data = setup_options(locals())
     s = _prepare(comparisons, n_components, data, run, "Batch GD", GD_CONSTRAINTS)
     return gradient_descent(
         s.problem,
@@ -359,17 +339,7 @@ def projected_gd(
         dict(lam=lam, rank=rank),
         {"lam": [Interval(float, 0, None)], "rank": [Interval(int, 1, None), None]},
     )
-    options = setup_options(
-        loss,
-        n_objects,
-        init,
-        init_scale,
-        validation,
-        random_state,
-        device,
-        dtype,
-        sample_weight=sample_weight,
-    )
+    options = setup_options(locals())
     s = setup(
         comparisons, n_components, **options, owner="projected_gd", factored=False
     )

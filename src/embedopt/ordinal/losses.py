@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from .._core import InvalidParameterError, Registry, persistable
+from .._core.registry import AttributeRepr
 
 __all__ = [
     "LOSSES",
@@ -43,7 +44,7 @@ def _floor(t: torch.Tensor) -> float:
     return float(torch.finfo(t.dtype).eps)
 
 
-class OrdinalLoss:
+class OrdinalLoss(AttributeRepr):
     """Base class: a loss ``ell(d_near, d_far)`` of the two squared distances.
 
     Attributes
@@ -69,10 +70,6 @@ class OrdinalLoss:
     def with_dimension(self, n_components: int) -> OrdinalLoss:
         """The loss to use for an embedding of ``n_components`` dimensions."""
         return self
-
-    def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
-        return f"{type(self).__name__}({params})"
 
 
 @persistable

@@ -31,8 +31,9 @@ held-out tracking).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -552,42 +553,37 @@ def batch_steps_per_epoch(n: int, update_frequency: int | None) -> int:
     return max(1, round(epoch_samples(n, update_frequency) / n))
 
 
-def setup_options(
-    loss,
-    n_objects,
-    init,
-    init_scale,
-    validation,
-    random_state,
-    device,
-    dtype,
-    *,
-    sample_weight=None,
-) -> dict:
+#: The parameters of every ordinal solver that :func:`setup` takes as given,
+#: in the one order :func:`setup_options` collects them.
+SETUP_PARAMETERS = (
+    "loss",
+    "n_objects",
+    "init",
+    "init_scale",
+    "validation",
+    "random_state",
+    "device",
+    "dtype",
+    "sample_weight",
+)
+
+
+def setup_options(parameters: Mapping[str, Any]) -> dict:
     """The keywords of :func:`setup` that every ordinal solver passes on as given.
 
     Parameters
     ----------
-    loss, n_objects, init, init_scale, validation, random_state, device, dtype
-        The solver's parameters of those names.
-    sample_weight : array-like, optional
-        The solver's ``sample_weight``.
+    parameters : mapping
+        The solver's parameters by name (its ``locals()`` at the call): those
+        of :data:`SETUP_PARAMETERS` are taken, the others ignored.
 
     Returns
     -------
     dict
+        ``loss``, ``n_objects``, ``init``, ``init_scale``, ``validation``,
+        ``random_state``, ``device``, ``dtype`` and ``sample_weight``.
     """
-    return {
-        "loss": loss,
-        "n_objects": n_objects,
-        "init": init,
-        "init_scale": init_scale,
-        "validation": validation,
-        "random_state": random_state,
-        "device": device,
-        "dtype": dtype,
-        "sample_weight": sample_weight,
-    }
+    return {name: parameters[name] for name in SETUP_PARAMETERS}
 
 
 def setup(

@@ -470,17 +470,7 @@ def svrg_sbb(
         "verbose": verbose,
         "callback": callback,
     }
-    data = setup_options(
-        loss,
-        n_objects,
-        init,
-        init_scale,
-        validation,
-        random_state,
-        device,
-        dtype,
-        sample_weight=sample_weight,
-    )
+    data = setup_options(locals())
     return _run_svrg(
         comparisons,
         n_components,
@@ -613,17 +603,7 @@ def lbfgs(
         "callback": callback,
     }
     validate_params("lbfgs", dict(lam=lam), {"lam": [Interval(float, 0, None)]})
-    data = setup_options(
-        loss,
-        n_objects,
-        init,
-        init_scale,
-        validation,
-        random_state,
-        device,
-        dtype,
-        sample_weight=sample_weight,
-    )
+    data = setup_options(locals())
     s = _prepare(comparisons, n_components, data, run, "L-BFGS", LBFGS_CONSTRAINTS)
     threads = lbfgs_threads(s.problem)
     with few_threads(threads or 1, enabled=threads is not None):
