@@ -176,8 +176,8 @@ class ItemIndex:
     n_probe : int
         Lists scanned per query (clipped to ``n_lists``); more is slower and
         finds more of the true top k. The default 16 finds 0.96 of the exact
-        top 10 at about 9x the exact scan's throughput on a 10^6-item
-        catalogue (``benchmarks/quantization/ann_recommend.py``); catalogues
+        top 10 at 13x the exact scan's throughput on a 10^6-item catalogue
+        (``benchmarks/quantization/ann_recommend.py`` re-measures it); catalogues
         whose inner-product neighbours spread over many lists (GloVe) need
         more.
     rerank : int
@@ -334,8 +334,8 @@ class ItemIndex:
             Queries searched at once (memory is about ``batch_size x n_probe
             x`` the mean list length candidates, 8 bytes each). Every list a
             batch probes is decoded once for the whole batch, so larger
-            batches decode less per query: 512 is about 1.4x the throughput
-            of 256 at 10^6 items and ``n_probe=16``.
+            batches decode less per query (the figures are in
+            ``benchmarks/quantization/README.md``).
 
         Returns
         -------
