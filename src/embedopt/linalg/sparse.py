@@ -36,9 +36,12 @@ def csr_tensor(
 ) -> torch.Tensor:
     """A torch sparse CSR tensor, without torch's "beta" warning.
 
-    torch warns that CSR support is "beta" on every construction; the
-    operations used here (CSR @ dense, sampled_addmm) are stable and tested.
-    The warning is silenced here only, never in the process-wide filters.
+    torch warns once per process that CSR support is "beta" (a C++
+    warn-once, whatever the Python filters say); the operations used here
+    (CSR @ dense, sampled_addmm) are stable and tested. The first
+    construction here silences it, never the process-wide filters; later
+    ones skip the ``catch_warnings`` (entering it cost as much as the
+    construction itself, thousands of times in a small fit).
 
     Parameters
     ----------
@@ -51,14 +54,21 @@ def csr_tensor(
     -------
     torch.Tensor
     """
+    global _BETA_WARNING_SEEN
+    if _BETA_WARNING_SEEN:
+        return torch.sparse_csr_tensor(crow, col, values, size, check_invariants=False)
     with warnings.catch_warnings():
         warnings.filterwarnings(
             "ignore", message="Sparse CSR tensor support is in beta"
         )
-        warnings.filterwarnings(
-            "ignore", message="Sparse invariant checks are implicit"
-        )
-        return torch.sparse_csr_tensor(crow, col, values, size, check_invariants=False)
+        out = torch.sparse_csr_tensor(crow, col, values, size, check_invariants=False)
+    _BETA_WARNING_SEEN = True
+    return out
+
+
+#: Whether torch has emitted (and :func:`csr_tensor` swallowed) its one-time
+#: "beta" warning in this process.
+_BETA_WARNING_SEEN = False
 
 
 class SparsePattern:
