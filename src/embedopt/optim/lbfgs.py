@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy.optimize import minimize
 
 from .._core import PROGRESS_CONSTRAINTS, Interval, Options, validated_params
 from ..linalg.points import Point, flatten, norm, unflatten
@@ -185,6 +184,10 @@ def lbfgs(
         "ftol": scipy_tol,
         "maxcor": history_size,
     }
+    # Imported here: scipy.optimize costs ~0.45 s, a third of ``import
+    # embedopt`` beyond torch, and most programs never call L-BFGS.
+    from scipy.optimize import minimize
+
     try:
         res = minimize(
             calls,
