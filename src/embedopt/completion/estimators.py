@@ -1058,7 +1058,9 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
         A nonconvex one runs the same solver with the weighted SVT of its
         linearization at the current iterate, recomputed at every
         iteration (IRNN's reweighting inside AIS-Impute, Lemma 3.6); the
-        path, post-processing, refit and ``partial_fit`` are unchanged.
+        path and post-processing are unchanged. The refit on all training
+        entries and ``partial_fit(refit="all")`` freeze those weights at
+        their start (the validated solution), so that they stay near it.
         Any spelling (``"capped-l1"``). ``"auto"``: ``"mcp"`` for the square
         loss, where on the 80/20 splits of ML-100K, ML-1M and latest-small
         it predicts better than the nuclear norm at a lower rank in less
