@@ -154,7 +154,7 @@ CASES = [
         ],
         bad_params=[
             {"regularizer": "l0"},
-            {"regularizer_params": {"gamma": 2.0}},  # the nuclear norm takes none
+            {"regularizer_params": {"theta": 0.0}},  # MCP's scale must be > 0
             {"max_iter": 0},
             {"tol": -1.0},
             {"lam": 0.0},

@@ -18,9 +18,11 @@ E = make_low_rank_matrix(80, rank=3, random_state=0).observed
 
 
 def _converged(loss="square", center="none", entries=E, **kw):
-    """A fit converged far below the defaults' tolerance, no post-processing."""
+    """A nuclear-norm fit converged far below the defaults' tolerance, no
+    post-processing."""
     return MatrixCompletion(
         lam=kw.pop("lam", 4.0),
+        regularizer="nuclear",
         loss=loss,
         postprocess=False,
         tol=1e-10,

@@ -157,12 +157,16 @@ def ratings():
     return entries
 
 
-def test_nuclear_by_name_or_instance_is_the_default_fit(ratings):
+def test_the_default_is_mcp_for_ratings_and_names_equal_instances(ratings):
     a = MatrixCompletion(random_state=0).fit(ratings)
-    for reg in ("nuclear", NuclearNorm()):
-        b = MatrixCompletion(regularizer=reg, random_state=0).fit(ratings)
-        np.testing.assert_array_equal(a.U_, b.U_)
-        np.testing.assert_array_equal(a.s_, b.s_)
+    b = MatrixCompletion(regularizer="mcp", random_state=0).fit(ratings)
+    np.testing.assert_array_equal(a.U_, b.U_)
+    np.testing.assert_array_equal(a.s_, b.s_)
+    assert isinstance(a.regularizer_, MinimaxConcavePenalty)
+    a = MatrixCompletion(regularizer="nuclear", random_state=0).fit(ratings)
+    b = MatrixCompletion(regularizer=NuclearNorm(), random_state=0).fit(ratings)
+    np.testing.assert_array_equal(a.U_, b.U_)
+    np.testing.assert_array_equal(a.s_, b.s_)
     assert isinstance(a.regularizer_, NuclearNorm)
 
 

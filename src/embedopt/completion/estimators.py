@@ -1049,7 +1049,7 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
         ``"auto"`` is ``"ais_impute"`` (see
         :func:`~embedopt.completion.resolve_solver`).
     regularizer : str or Regularizer
-        "nuclear" (default), "tnn", "capped_l1", "lsp", "mcp" or "auto":
+        "auto" (default), "nuclear", "tnn", "capped_l1", "lsp" or "mcp":
         ``r(X) = sum_i rbar(sigma_i(X))``
         (:mod:`~embedopt.completion.regularizers`): the nuclear norm, the
         truncated nuclear norm (the leading ``rank`` singular values free),
@@ -1062,12 +1062,15 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
         entries and ``partial_fit(refit="all")`` freeze those weights at
         their start (the validated solution), so that they stay near it.
         Any spelling (``"capped-l1"``). ``"auto"``: ``"mcp"`` for the square
-        loss, where on the 80/20 splits of ML-100K, ML-1M and latest-small
-        it predicts better than the nuclear norm at a lower rank in less
-        time (ML-1M: test RMSE 0.850 vs 0.859 at rank 125 vs 233;
-        ``benchmarks/completion/nonconvex.py --estimators``) but not on
-        small synthetic low-rank matrices; ``"nuclear"`` for the +/-1
-        losses (not measured with another).
+        loss, ``"nuclear"`` for the +/-1 losses (not measured with
+        another). MCP stops shrinking the leading singular values, so the
+        validation picks a larger lambda and a lower rank: on ratings it
+        predicts better in less time (ML-1M, three 80/20 splits: test RMSE
+        about 1 % lower at half the rank and about 0.6x the time;
+        ``benchmarks/completion/libmf_peer.py --variants '{"regularizer":
+        "nuclear"}' '{}'``). On small exactly low-rank matrices the nuclear
+        norm is up to a few percent better: pass ``"nuclear"`` there, and for
+        the convex problem (1) of the paper.
     regularizer_params : dict, optional
         The named regularizer's parameters: ``{"rank": int}`` for "tnn"
         (default 5); ``{"gamma": float}`` for "capped_l1", "lsp", "mcp":
@@ -1277,7 +1280,7 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
         *,
         loss: str | Loss = "square",
         solver: str = "ais_impute",
-        regularizer: str | Regularizer = "nuclear",
+        regularizer: str | Regularizer = "auto",
         regularizer_params: dict | None = None,
         max_rank: int | None = None,
         max_iter: int = 500,
@@ -1410,10 +1413,11 @@ class TensorCompletion(_CompletionEstimator):
     lambda_min_ratio, patience, validation_fraction, refit, unknown,
     random_state, device, dtype, verbose, callback
         As in :class:`MatrixCompletion`, except that ``tol`` and
-        ``power_iters`` keep the paper's 1e-4 and 3 (the faster matrix
-        defaults were tuned on matrices only). ``center="both"``, which
-        ``center="auto"`` picks when the offsets predict held-out entries
-        better, removes an offset per index of every mode. A nonconvex
+        ``power_iters`` keep the paper's 1e-4 and 3 and ``regularizer`` is
+        ``"nuclear"`` (the matrix defaults were tuned on matrices only).
+        ``center="both"``, which ``center="auto"`` picks when the offsets
+        predict held-out entries better, removes an offset per index of
+        every mode. A nonconvex
         ``regularizer`` applies to every mode's component, at its own
         ``lambda_d`` (``theta = gamma * lambda_d``).
 
