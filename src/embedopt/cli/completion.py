@@ -77,6 +77,14 @@ def add_arguments(p) -> None:
         default="ais_impute",
         help="AIS-Impute (randomized or exact SVT) or a baseline",
     )
+    add_choice_option(
+        p,
+        "--regularizer",
+        choices=["auto", "nuclear", "mcp", "lsp", "capped_l1", "tnn"],
+        default="auto",
+        help="low-rank regularizer (default auto: MCP for the square loss, the "
+        "nuclear norm for the +/-1 losses, as MatrixCompletion does)",
+    )
     add_float_option(
         p,
         "--lam",
@@ -200,6 +208,7 @@ def run(args) -> int:
         args.lam,
         loss=args.loss,
         solver=args.solver,
+        regularizer=args.regularizer,
         center=args.center,
         postprocess=pp,
         max_iter=args.max_iter,
@@ -297,6 +306,8 @@ def _solve_from_scratch(args, model, train, val, out, caught):
     )
     method = _solver_parts(args.solver)
     name = method["name"]
+    if not model.regularizer_.convex:  # the fit's nonconvex penalty, reweighted
+        method["regularizer"] = model.regularizer_
     with recording_warnings() as more:
         res = proximal_completion(
             prob,
