@@ -67,9 +67,16 @@ def test_no_command_prints_help(capsys):
 
 
 @requires_dataset("movielens-100k")
-def test_complete_movielens_100k(capsys):
-    assert main(["complete", "--data", "movielens-100k"]) == 0
-    assert "test rmse" in capsys.readouterr().out
+def test_complete_movielens_100k(capsys, tmp_path):
+    # the default (MCP) and the nuclear norm, each reported with its own fit
+    ranks = {}
+    for reg in ("auto", "nuclear"):
+        out = tmp_path / f"{reg}.json"
+        argv = ["complete", "--data", "movielens-100k", "--regularizer", reg]
+        assert main([*argv, "--json", str(out)]) == 0
+        assert "test rmse" in capsys.readouterr().out
+        ranks[reg] = json.loads(out.read_text())["rank"]
+    assert ranks["auto"] < ranks["nuclear"]  # MCP selects a lower rank
 
 
 @requires_dataset("signed-bitcoin-alpha")
