@@ -98,3 +98,23 @@ def test_identity_maps_and_the_checked_constructor():
     with pytest.raises(DataValidationError, match="sorted and unique"):
         IdMap(["b", "a"])
     assert len(IdMap([])) == 0 and repr(IdMap([1, 5])) == "IdMap(2 ids)"
+
+
+def test_the_hash_table_of_a_map_is_built_once_and_freed_with_it():
+    pd = pytest.importorskip("pandas")
+    import gc
+
+    first = IdMap(np.array(["a", "c", "x"]))
+    index = ids_module._hash_index(first.ids, pd)
+    assert ids_module._hash_index(first.ids, pd) is index  # kept, not rebuilt
+    np.testing.assert_array_equal(first.encode(["x", "a"]), [2, 0])
+    key = id(first.ids)
+    del first
+    gc.collect()
+    assert key not in ids_module._INDEXES  # dropped with its array
+    # many maps made and freed in turn (their arrays' ids are reused) never
+    # answer with another map's table
+    for n in range(2, 40):
+        m = IdMap(np.arange(n) * 3)
+        np.testing.assert_array_equal(m.encode([3 * (n - 1), 0]), [n - 1, 0])
+        assert m.encode([3 * n], unknown="missing").tolist() == [-1]
