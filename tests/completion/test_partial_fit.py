@@ -210,12 +210,14 @@ def test_refit_all_reaches_the_cold_objective_at_the_fitted_lambda():
 def test_sample_weights_follow_the_entries():
     rest = E.subset(np.flatnonzero(E.indices[:, 0] >= 3))
     new = E.subset(np.flatnonzero(E.indices[:, 0] < 3))
-    model = MatrixCompletion(lam=2.0, random_state=0, device="cpu").fit(rest)
+    # the nuclear norm: its fold-in ridge is the scalar lam
+    kw = dict(lam=2.0, regularizer="nuclear", random_state=0, device="cpu")
+    model = MatrixCompletion(**kw).fit(rest)
     assert model.sample_weight_ is None
     model.partial_fit(new, sample_weight=np.full(new.nnz, 2.0))
     assert model.sample_weight_.tolist() == [1.0] * rest.nnz + [2.0] * new.nnz
     # weight 2 on a user's square loss is the ridge lam / 2
-    ref = MatrixCompletion(lam=2.0, random_state=0, device="cpu").fit(rest)
+    ref = MatrixCompletion(**kw).fit(rest)
     ref.lam_ = 1.0
     ref.partial_fit(new)
     np.testing.assert_allclose(model.U_[:3], ref.U_[:3], rtol=1e-5, atol=1e-7)
@@ -298,3 +300,36 @@ def test_recommend_after_partial_fit_excludes_what_was_added_in_the_new_codes():
         rated = set(items[users == user])
         assert not rated & set(ids[0])
         assert len([i for i in ids[0] if i]) == 20 - len(rated)
+
+
+def test_fold_in_of_a_frozen_mcp_fit_gives_that_row_back():
+    # A converged fit with MCP frozen at its start solves the weighted
+    # nuclear norm lam sum_l w_l sigma_l: its rows are the per-component
+    # ridge solves lam w_l of (1), which fold-in uses for a nonconvex model.
+    from embedopt.completion.fold_in import component_ridge
+    from embedopt.completion.path import _frozen_regularizer
+    from embedopt.completion.problem import CompletionProblem
+    from embedopt.completion.proximal import proximal_completion
+    from embedopt.completion.regularizers import MinimaxConcavePenalty
+
+    problem = CompletionProblem(E, dtype="float64")
+    reg = MinimaxConcavePenalty(gamma=4.0)
+    start = proximal_completion(problem, lam=4.0, regularizer=reg, tol=1e-8).x
+    options = _frozen_regularizer({"regularizer": reg}, start, 4.0)
+    U, s, V = proximal_completion(
+        problem, start, lam=4.0, tol=1e-12, max_iter=5000, **options
+    ).x
+    assert (options["weights"][: s.numel()] < 1).any()  # not the nuclear norm
+    rows, cols = [3, 7, 40], [5, 66]
+    ridge = component_ridge(4.0, options["weights"][: s.numel()], 1e-12)
+    out = fold_in_factors(
+        _without((U, s, V), rows, cols),
+        E.indices,
+        E.values,
+        None,
+        _masks(rows, cols, E.shape),
+        lam=ridge,
+        loss=get_loss("square"),
+    )
+    np.testing.assert_allclose(out[0][rows], U[rows], atol=1e-6)
+    np.testing.assert_allclose(out[2][cols], V[cols], atol=1e-6)

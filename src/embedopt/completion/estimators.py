@@ -57,7 +57,13 @@ from .centering import (
     split_weighted,
 )
 from .distributed import fit_centering, shared_seed
-from .fold_in import as_svd, fold_in_factors, grown_factors, refit_centering
+from .fold_in import (
+    as_svd,
+    component_ridge,
+    fold_in_factors,
+    grown_factors,
+    refit_centering,
+)
 from .losses import LOSSES, Loss, get_loss
 from .path import (
     completion_problems,
@@ -770,14 +776,22 @@ class _CompletionEstimator(BaseEstimator):
         self._set_mode_factors([factors])
         return True
 
-    def _fold_in_lam(self) -> float:
-        """The penalty of (1) in fold_in: ``lam_``, or for a refined model
+    def _fold_in_lam(self) -> float | torch.Tensor:
+        """The penalty of (1) in fold_in: ``lam_``; for a refined model
         (whose rows minimize the square loss plus ``ridge ||a||^2``) the
-        ridge of that refinement."""
-        if self._finishing() != "refine":
+        ridge of that refinement; for a nonconvex regularizer, ``lam_``
+        times its weights at the fitted singular values, per component (its
+        refit froze them there; :func:`~.fold_in.component_ridge`), at least
+        the refinement's ridge."""
+        finishing = self._finishing()
+        if finishing != "refine" and self.regularizer_.convex:
             return self.lam_
         centered = self.centering_.transform(self.entries_).values
-        return refine_ridge(centered, self.sample_weight_)
+        ridge = refine_ridge(centered, self.sample_weight_)
+        if finishing == "refine":
+            return ridge
+        s = self.factors_[1]
+        return component_ridge(self.lam_, self.regularizer_.weights(s)[:-1], ridge)
 
     def _finishing(self) -> str:
         """What the fit did after its last solve: "refine", "postprocess", "none"."""

@@ -41,6 +41,7 @@ from .losses import Loss, SquareLoss
 
 __all__ = [
     "as_svd",
+    "component_ridge",
     "fold_in_factors",
     "grown_factors",
     "refit_centering",
@@ -56,7 +57,7 @@ def solve_rows(
     B: torch.Tensor,
     *,
     n_rows: int,
-    lam: float,
+    lam: float | torch.Tensor,
     loss: Loss,
 ) -> torch.Tensor:
     """Minimize (1) for ``n_rows`` rows given the fixed balanced factor ``B``.
@@ -74,8 +75,10 @@ def solve_rows(
     B : torch.Tensor, shape (n, k)
         The other side's balanced factor, ``V diag(s)^(1/2)``.
     n_rows : int
-    lam : float
-        The fitted lambda.
+    lam : float or torch.Tensor of shape (k,)
+        The fitted lambda, or one penalty per component: ``lam / 2 sum_l
+        lam_l a_l^2`` (a weighted nuclear norm's, see
+        :func:`component_ridge`).
     loss : Loss
 
     Returns
@@ -85,6 +88,8 @@ def solve_rows(
     """
     B = B.to(torch.float64)
     dev = B.device
+    if torch.is_tensor(lam):
+        lam = lam.to(dev, torch.float64)
     w = np.ones(rows.size) if weight is None else np.asarray(weight, np.float64)
     order = np.argsort(rows, kind="stable")
     rows, cols, y, w = rows[order], cols[order], values[order], w[order]
@@ -121,7 +126,7 @@ def _ridge_rows(rows, cols, y, w, B, n_rows, lam) -> torch.Tensor:
     root = torch.as_tensor(np.sqrt(w), dtype=torch.float64, device=dev)
     wy = torch.as_tensor(np.sqrt(w) * y, dtype=torch.float64, device=dev)
     cols_t = torch.as_tensor(cols, device=dev)
-    eye = lam * torch.eye(k, dtype=torch.float64, device=dev)
+    eye = torch.diag(torch.as_tensor(lam, dtype=torch.float64, device=dev).expand(k))
     a = 0
     while a < n_rows:
         longest, b = max(int(counts[a]), 1), a + 1
@@ -157,13 +162,37 @@ def _solve_rows_lbfgs(rows, cols, y, w, B, n_rows, lam, loss) -> torch.Tensor:
         x = (A[r] * Bc).sum(1)
         g = wt * loss.grad(x, yt)
         grad = torch.zeros_like(A).index_add_(0, r, g[:, None] * Bc) + lam * A
-        value = (wt * loss.value(x, yt)).sum() + 0.5 * lam * (A * A).sum()
+        value = (wt * loss.value(x, yt)).sum() + 0.5 * (lam * A * A).sum()
         return value, grad
 
     A0 = torch.zeros((n_rows, B.shape[1]), dtype=torch.float64, device=dev)
     with warnings.catch_warnings():  # a best effort: the last iterate is kept
         warnings.simplefilter("ignore", ConvergenceWarning)
         return lbfgs(fun, A0, max_iter=500, tol=1e-14, owner="fold-in").x
+
+
+def component_ridge(lam: float, weights: torch.Tensor, floor: float) -> torch.Tensor:
+    """Per-component penalties of (1) for a weighted nuclear norm.
+
+    A fit with ``lam sum_l w_l sigma_l(X)`` (a nonconvex regularizer frozen
+    at its solution: the weights ``w_l = rbar'(sigma_l)``) has the
+    stationarity condition ``-g_i B = lam a_i diag(w)`` for each row, so a
+    new row solves (1) with the ridge ``lam w_l`` on component l instead of
+    ``lam``. Components that the penalty no longer shrinks (``w_l = 0``, MCP
+    above theta) would leave a row with fewer entries than such components
+    undetermined: every penalty is at least ``floor``.
+
+    Parameters
+    ----------
+    lam : float
+    weights : torch.Tensor, shape (k,)
+    floor : float
+
+    Returns
+    -------
+    torch.Tensor of float64, shape (k,)
+    """
+    return (lam * weights.to(torch.float64)).clamp(min=floor)
 
 
 def fold_in_factors(
@@ -173,7 +202,7 @@ def fold_in_factors(
     weight: np.ndarray | None,
     new: tuple[np.ndarray, np.ndarray],
     *,
-    lam: float,
+    lam: float | torch.Tensor,
     loss: Loss,
     n_sweeps: int = 5,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -190,7 +219,8 @@ def fold_in_factors(
     weight : numpy.ndarray of shape (nnz,) or None
     new : tuple of two boolean numpy.ndarray
         Which rows and which columns to solve.
-    lam : float
+    lam : float or torch.Tensor of shape (k,)
+        The penalty of (1), or one per component (see :func:`solve_rows`).
     loss : Loss
     n_sweeps : int
         Alternations between new rows and new columns when some entries
