@@ -26,7 +26,7 @@ from ..data import ObservedEntries
 from ..optim import lbfgs
 from .centering import Centering
 from .losses import LogisticLoss, Loss
-from .problem import CompletionProblem, Factors
+from .problem import CompletionProblem, Factors, problem_pair
 
 __all__ = [
     "LossCentering",
@@ -258,20 +258,13 @@ def offset_problems(
     -------
     problem, refit_problem : OffsetProblem, OffsetProblem or None
     """
-    problem = OffsetProblem(
-        train,
-        centering=centering,
-        validation=validation,
-        sample_weight=sample_weight,
-        validation_weight=None if validation is None else validation_weight,
-        **options,
+    return problem_pair(
+        lambda entries, **kw: OffsetProblem(
+            entries, centering=centering, **kw, **options
+        ),
+        (train, validation, refit),
+        (sample_weight, validation_weight, refit_weight),
     )
-    if refit is None:
-        return problem, None
-    refit_problem = OffsetProblem(
-        refit, centering=centering, sample_weight=refit_weight, **options
-    )
-    return problem, refit_problem
 
 
 def make_centering(center: str, loss: Loss, scale: bool, reg: float) -> Centering:

@@ -63,7 +63,13 @@ from ..linalg import SparsePlusLowRank
 from ..linalg.distributed import Communicator, GroupLike, sharded_orthonormalize
 from .binary import LossCentering
 from .centering import Centering
-from .problem import CompletionProblem, EntriesLike, Factors, Unfolding
+from .problem import (
+    CompletionProblem,
+    EntriesLike,
+    Factors,
+    Unfolding,
+    problem_pair,
+)
 
 __all__ = ["DistributedCompletionProblem", "row_shards"]
 
@@ -455,26 +461,23 @@ def distributed_problems(
         one process only.
     """
     bounds = row_shards(train.indices[:, 0], train.shape[0], comm.world_size)
-    held = None if validation is None else centering.transform(validation)
-    problem = DistributedCompletionProblem(
-        centering.transform(train),
-        process_group=comm,
-        bounds=bounds,
-        validation=held,
-        sample_weight=sample_weight,
-        validation_weight=None if held is None else validation_weight,
-        **options,
+
+    def make(entries, validation=None, **weights):
+        held = None if validation is None else centering.transform(validation)
+        return DistributedCompletionProblem(
+            centering.transform(entries),
+            process_group=comm,
+            bounds=bounds,
+            validation=held,
+            **weights,
+            **options,
+        )
+
+    return problem_pair(
+        make,
+        (train, validation, refit),
+        (sample_weight, validation_weight, refit_weight),
     )
-    if refit is None:
-        return problem, None
-    refit_problem = DistributedCompletionProblem(
-        centering.transform(refit),
-        process_group=comm,
-        bounds=bounds,
-        sample_weight=refit_weight,
-        **options,
-    )
-    return problem, refit_problem
 
 
 def fit_centering(

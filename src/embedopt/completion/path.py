@@ -38,7 +38,13 @@ from .distributed import distributed_problems
 from .losses import Loss, SquareLoss
 from .postprocess import postprocess as _postprocess
 from .postprocess import refine as _refine
-from .problem import CompletionProblem, EntriesLike, Factors, _as_problem
+from .problem import (
+    CompletionProblem,
+    EntriesLike,
+    Factors,
+    _as_problem,
+    problem_pair,
+)
 from .proximal import check_mode_weights, check_solver_options, proximal_completion
 from .regularizers import Regularizer
 from .solvers import SOLVERS, method_options
@@ -885,17 +891,15 @@ def completion_problems(
         return offset_problems(
             centering, train, validation, refit, **options, **weights
         )
-    held = None if validation is None else centering.transform(validation)
-    problem = CompletionProblem(
-        centering.transform(train),
-        validation=held,
-        sample_weight=sample_weight,
-        validation_weight=None if held is None else validation_weight,
-        **options,
+
+    def make(entries, validation=None, **weights):
+        held = None if validation is None else centering.transform(validation)
+        return CompletionProblem(
+            centering.transform(entries), validation=held, **weights, **options
+        )
+
+    return problem_pair(
+        make,
+        (train, validation, refit),
+        (sample_weight, validation_weight, refit_weight),
     )
-    if refit is None:
-        return problem, None
-    refit_problem = CompletionProblem(
-        centering.transform(refit), sample_weight=refit_weight, **options
-    )
-    return problem, refit_problem

@@ -11,6 +11,8 @@ permutes to and from its CSR order).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.sparse as sp
 import torch
@@ -28,7 +30,7 @@ from ..data import ObservedEntries, as_observed_entries
 from ..linalg import SparsePattern, SparsePlusLowRank, power_method
 from .losses import Loss, get_loss
 
-__all__ = ["CompletionProblem", "Unfolding"]
+__all__ = ["CompletionProblem", "Unfolding", "problem_pair"]
 
 #: Observed entries in any form :func:`~embedopt.data.as_observed_entries` takes.
 EntriesLike = (
@@ -448,3 +450,40 @@ def _as_problem(X, *, loss, validation, shape, device, dtype) -> CompletionProbl
     return CompletionProblem(
         X, loss=loss, validation=validation, shape=shape, device=device, dtype=dtype
     )
+
+
+def problem_pair(
+    make: Callable[..., CompletionProblem],
+    entries: tuple[ObservedEntries, ObservedEntries | None, ObservedEntries | None],
+    weights: tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None],
+) -> tuple[CompletionProblem, CompletionProblem | None]:
+    """The problem a fit solves and the one it refits on, made by ``make``.
+
+    ``make(entries, validation=None, sample_weight=None,
+    validation_weight=None)`` builds one problem (plain, offsets inside a
+    +/-1 loss, or sharded over processes); the validation weights are
+    dropped when there is no validation set, and there is no refit problem
+    without refit entries.
+
+    Parameters
+    ----------
+    make : callable
+    entries : tuple (train, validation, refit) of ObservedEntries
+        ``validation`` and ``refit`` may be None.
+    weights : tuple (sample_weight, validation_weight, refit_weight)
+        Their sample weights (each None or a numpy.ndarray).
+
+    Returns
+    -------
+    problem, refit_problem : CompletionProblem, CompletionProblem or None
+    """
+    (train, validation, refit), (w_train, w_val, w_refit) = entries, weights
+    problem = make(
+        train,
+        validation=validation,
+        sample_weight=w_train,
+        validation_weight=None if validation is None else w_val,
+    )
+    if refit is None:
+        return problem, None
+    return problem, make(refit, sample_weight=w_refit)
