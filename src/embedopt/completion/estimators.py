@@ -1080,7 +1080,7 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
         another). MCP stops shrinking the leading singular values, so the
         validation picks a larger lambda and a lower rank: on ratings it
         predicts better in less time (ML-1M, three 80/20 splits: test RMSE
-        about 1 % lower at half the rank and about 0.6x the time;
+        about 1 % lower at half the rank in 0.6-0.7x the time;
         ``benchmarks/completion/libmf_peer.py --variants '{"regularizer":
         "nuclear"}' '{}'``). On small exactly low-rank matrices the nuclear
         norm is up to a few percent better: pass ``"nuclear"`` there, and for

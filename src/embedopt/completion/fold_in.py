@@ -76,9 +76,9 @@ def solve_rows(
         The other side's balanced factor, ``V diag(s)^(1/2)``.
     n_rows : int
     lam : float or torch.Tensor of shape (k,)
-        The fitted lambda, or one penalty per component: ``lam / 2 sum_l
-        lam_l a_l^2`` (a weighted nuclear norm's, see
-        :func:`component_ridge`).
+        The fitted lambda, or one penalty per component, ``lam_l``: then
+        (1) has ``1 / 2 sum_l lam_l a_l^2`` for its ridge (a weighted
+        nuclear norm's, see :func:`component_ridge`).
     loss : Loss
 
     Returns
