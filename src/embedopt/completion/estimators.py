@@ -45,7 +45,7 @@ from ..data.frames import (
     map_id_columns,
     public_ids,
 )
-from ..linalg.distributed import Communicator
+from ..linalg.distributed import PROCESS_GROUP_CONSTRAINT, Communicator
 from ..metrics import rmse
 from ..nn import RetrievalMixin
 from ..optim import IterationState
@@ -85,7 +85,6 @@ from .solvers import SOLVERS, resolve_solver
 
 __all__ = ["MatrixCompletion", "TensorCompletion"]
 
-_PROCESS_GROUP = getattr(dist, "ProcessGroup", None) if dist.is_available() else None
 
 #: Bytes per row and per column of each unfolding that a fit needs at least:
 #: the float64 counts and sums of the centering, the CSR row pointers, and the
@@ -1277,15 +1276,7 @@ class MatrixCompletion(_CompletionEstimator, RetrievalMixin):
         "refit": ["boolean"],
         "unknown": [Options(UNKNOWN_POLICIES)],
         **RUN_CONSTRAINTS,
-        "process_group": [
-            None,
-            Options(["default"]),
-            *(
-                [InstanceOf(_PROCESS_GROUP, "a torch.distributed.ProcessGroup")]
-                if _PROCESS_GROUP is not None
-                else []
-            ),
-        ],
+        "process_group": PROCESS_GROUP_CONSTRAINT,
     }
 
     def __init__(

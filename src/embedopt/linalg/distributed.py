@@ -24,14 +24,34 @@ from typing import Literal
 import torch
 import torch.distributed as dist
 
-from .._core import CollectiveError, InvalidParameterError
+from .._core import CollectiveError, InstanceOf, InvalidParameterError, Options
 from .svd import _nearly_singular, _times_inverse_transpose
 
-__all__ = ["Communicator", "GroupLike", "sharded_orthonormalize"]
+__all__ = [
+    "PROCESS_GROUP_CONSTRAINT",
+    "Communicator",
+    "GroupLike",
+    "sharded_orthonormalize",
+]
 
 #: What a ``process_group=`` parameter takes: None (one process), ``"default"``
 #: (the default group) or a group object.
 GroupLike = Literal["default"] | getattr(dist, "ProcessGroup", object) | None
+
+_PROCESS_GROUP = getattr(dist, "ProcessGroup", None) if dist.is_available() else None
+
+#: The ``_parameter_constraints`` entry of an estimator's ``process_group``:
+#: None (one process), "default" (the default group) or a ProcessGroup
+#: (where torch.distributed is available).
+PROCESS_GROUP_CONSTRAINT = [
+    None,
+    Options(["default"]),
+    *(
+        [InstanceOf(_PROCESS_GROUP, "a torch.distributed.ProcessGroup")]
+        if _PROCESS_GROUP is not None
+        else []
+    ),
+]
 
 
 class Communicator:

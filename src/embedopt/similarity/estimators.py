@@ -41,6 +41,7 @@ from ..data import (
 )
 from ..data.frames import decode_ids
 from ..linalg import Communicator, top_k_inner_products
+from ..linalg.distributed import PROCESS_GROUP_CONSTRAINT
 from ..nn import (
     FEATURE_TOWERS,
     TOWERS,
@@ -81,7 +82,6 @@ __all__ = ["TwoTowerModel"]
 
 _TOWERS = ("auto", *TOWERS)
 #: The class of a process group, where this build of torch has one.
-_PROCESS_GROUP = getattr(dist, "ProcessGroup", None) if dist.is_available() else None
 
 
 class TwoTowerModel(RetrievalMixin, BaseEstimator):
@@ -262,15 +262,7 @@ class TwoTowerModel(RetrievalMixin, BaseEstimator):
         "eval_k": [Interval(int, 1, None)],
         "unknown": [Options(UNKNOWN_POLICIES)],
         **RUN_CONSTRAINTS,
-        "process_group": [
-            None,
-            Options(["default"]),
-            *(
-                [InstanceOf(_PROCESS_GROUP, "a torch.distributed.ProcessGroup")]
-                if _PROCESS_GROUP is not None
-                else []
-            ),
-        ],
+        "process_group": PROCESS_GROUP_CONSTRAINT,
     }
 
     def __init__(
