@@ -56,9 +56,10 @@ from .centering import (
     choose_centering,
     split_weighted,
 )
+from .cp import CP_RIDGES, cp_als, cp_predict, cp_ranks
 from .distributed import fit_centering, shared_seed
 from .fold_in import as_svd, fold_in_factors, grown_factors, refit_centering
-from .losses import LOSSES, Loss, get_loss
+from .losses import LOSSES, Loss, SquareLoss, get_loss
 from .path import (
     completion_problems,
     fit_path,
@@ -1506,3 +1507,95 @@ class TensorCompletion(_CompletionEstimator):
 
     def _mode_ids(self) -> list:
         return self.mode_ids_ or [None] * len(self.shape_)
+
+    # -- the CP model that postprocess="auto" also scores (completion/cp.py) --
+    def _split(self, entries: ObservedEntries, weight, validation, rs):
+        parts = super()._split(entries, weight, validation, rs)
+        self._held = parts  # for _choose_model, dropped there
+        return parts
+
+    def _remember_entries(self, entries: ObservedEntries, weight) -> None:
+        held = vars(self).pop("_held", None)
+        self.model_, self.cp_rank_, self.cp_factors_ = "latent", None, None
+        self.cp_ridge_ = self.cp_n_sweeps_ = self.model_selection_ = None
+        if held is not None and self._scores_cp():
+            self._choose_model(*held)
+
+    def _scores_cp(self) -> bool:
+        """Whether the fit scores CP models beside the latent solution: the
+        defaults' ``postprocess="auto"`` with the square loss and a lambda
+        path scored on validation entries."""
+        return (
+            isinstance(self.postprocess, str)
+            and self.postprocess == "auto"
+            and isinstance(self._loss, SquareLoss)
+            and self.path_ is not None
+            and self.path_["metric"] == "rmse"
+        )
+
+    def _choose_model(self, train_part, val_part) -> None:
+        """Score CP models of :func:`~embedopt.completion.cp.cp_ranks` and
+        :data:`~embedopt.completion.cp.CP_RIDGES` on the validation entries
+        (centered as the path's are), keep the best model and refit a
+        winning CP model on ``entries_``, warm-started."""
+        (train, w_train), (val, w_val) = train_part, val_part
+        ranks = cp_ranks(self.shape_, int(_positive(w_train, train.nnz).sum()))
+        if val is None or not ranks:
+            return
+        i = int(np.argmin(np.abs(self.path_["lambdas"] - self.lam_)))
+        latent = float(self.path_["scores"][i])
+        ct, cv = self.centering_.transform(train), self.centering_.transform(val)
+        w = np.ones(cv.nnz) if w_val is None else w_val
+        fits, scores, grid = [], [], [(r, a) for r in ranks for a in CP_RIDGES]
+        for r, a in grid:
+            fits.append(
+                cp_als(ct.indices, ct.values, ct.shape, r, weight=w_train, ridge=a)
+            )
+            err = (cp_predict(fits[-1].factors, cv.indices) - cv.values) ** 2
+            scores.append(float(np.sqrt(np.sum(w * err) / np.sum(w))))
+        self.model_selection_ = {
+            "latent": latent,
+            "cp_ranks": [r for r, _ in grid],
+            "cp_ridges": [a for _, a in grid],
+            "cp": scores,
+        }
+        best = int(np.argmin(scores))
+        if scores[best] < latent:
+            self.model_ = "cp"
+            self.cp_rank_, self.cp_ridge_ = grid[best]
+            self._refit_cp(fits[best].factors)
+
+    def _refit_cp(self, init: list) -> None:
+        """CP-ALS on every training entry (``entries_``), from ``init``."""
+        c = self.centering_.transform(self.entries_)
+        fit = cp_als(
+            c.indices,
+            c.values,
+            c.shape,
+            self.cp_rank_,
+            weight=self.sample_weight_,
+            init=init,
+            ridge=self.cp_ridge_,
+        )
+        self.cp_factors_, self.cp_n_sweeps_ = fit.factors, fit.n_sweeps
+
+    def _scores(self, idx: np.ndarray) -> np.ndarray:
+        if getattr(self, "model_", "latent") != "cp":
+            return super()._scores(idx)
+        values = cp_predict(self.cp_factors_, idx)
+        return self.centering_.inverse_transform(tuple(idx.T), values)
+
+    def _grow(self, maps, old_to_new, shape) -> list:
+        if getattr(self, "model_", "latent") == "cp":  # new indices: zero rows
+            grown = []
+            for A, moved, n in zip(self.cp_factors_, old_to_new, shape, strict=True):
+                B = np.zeros((n, A.shape[1]))
+                B[moved] = A
+                grown.append(B)
+            self.cp_factors_ = grown
+        return super()._grow(maps, old_to_new, shape)
+
+    def _refit_all(self, folded: bool) -> None:
+        super()._refit_all(folded)
+        if getattr(self, "model_", "latent") == "cp":
+            self._refit_cp(self.cp_factors_)
