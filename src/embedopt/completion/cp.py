@@ -16,8 +16,9 @@ minimizer of its block, so f never increases.
 
 The ridge is in units of the data: :func:`cp_als` divides the values by
 their root mean square before fitting and multiplies the first factor back.
-:class:`~embedopt.completion.TensorCompletion` scores CP models of a few ranks beside its latent-norm solution
-(``postprocess="auto"``, see :func:`cp_ranks`).
+:class:`~embedopt.completion.TensorCompletion` scores CP models of a few
+ranks and ridges beside its latent-norm solution (``postprocess="auto"``,
+see :func:`cp_ranks`) and keeps the best on its validation entries.
 """
 
 from __future__ import annotations

@@ -599,7 +599,10 @@ class _CompletionEstimator(BaseEstimator):
             only: mode d's ``V_d`` has a row per combination of the other
             modes' indices, so a new index brings new rows into every other
             mode's factors, touched only by its own entries, and no
-            fixed-subspace row solve places it.
+            fixed-subspace row solve places it. A CP model (``model_="cp"``)
+            is refitted too: the latent solution as above, then CP-ALS on
+            every entry from the CP factors (new indices start at 0 rows),
+            the rank, ridge and choice of model kept.
         sample_weight : array-like of shape (nnz,), optional
             Weights of the new entries (as in :meth:`fit`); the entries of
             a fit without weights weigh 1.
@@ -1414,14 +1417,40 @@ class TensorCompletion(_CompletionEstimator):
         ``center="auto"`` picks when the offsets predict held-out entries
         better, removes an offset per index of every mode. A nonconvex
         ``regularizer`` applies to every mode's component, at its own
-        ``lambda_d`` (``theta = gamma * lambda_d``).
+        ``lambda_d`` (``theta = gamma * lambda_d``). ``postprocess="auto"``
+        with the square loss and ``lam="auto"`` (or ``validation``) also
+        fits masked CP models on the centered training entries (sparse
+        CP-ALS, :mod:`embedopt.completion.cp`; the ranks of
+        :func:`~embedopt.completion.cp.cp_ranks` with each ridge of
+        ``CP_RIDGES``), scores them on the same validation entries as the
+        lambda path and keeps a CP model, refitted on every training entry
+        from its start, where one validates better than the latent
+        solution: the latent norm's components are low-rank in one
+        unfolding each and cannot share what the modes have in common,
+        which a CP model does (issue 24).
 
     Attributes
     ----------
+    model_ : {"latent", "cp"}
+        The model that predicts: the latent-norm solution (``factors_``)
+        or the CP model (``cp_factors_``).
     factors_ : list of tuple of torch.Tensor
-        ``(U_d, s_d, V_d)`` per mode: ``X^d_<d> = U_d diag(s_d) V_d^T``.
+        ``(U_d, s_d, V_d)`` per mode: ``X^d_<d> = U_d diag(s_d) V_d^T``;
+        the latent solution, also kept (refitted) when ``model_="cp"``.
     ranks_ : list of int
-        Rank of each component.
+        Rank of each latent component.
+    cp_rank_, cp_ridge_ : int, float or None
+        Rank and ridge (on values divided by their RMS) of the CP model;
+        None when ``model_="latent"``.
+    cp_factors_ : list of numpy.ndarray or None
+        ``A_d`` of shape ``(I_d, cp_rank_)``: the centered completion is
+        ``sum_k prod_d A_d[i_d, k]``.
+    cp_n_sweeps_ : int or None
+        ALS sweeps of the CP refit.
+    model_selection_ : dict or None
+        Validation RMSE (centered scale) of the latent solution
+        (``"latent"``) and of each CP model scored (``"cp"``, with
+        ``"cp_ranks"`` and ``"cp_ridges"``); None when none were scored.
     lam_, path_, centering_, center_, centering_selection_, solver_,
     regularizer_, history_, n_iter_, stop_reason_, objective_, shape_,
     entries_, sample_weight_
