@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._core import DataValidationError
 
@@ -98,7 +99,13 @@ def cp_predict(factors: list, idx: np.ndarray) -> np.ndarray:
     return out
 
 
-def cp_objective(factors, idx, values, ridge: float, weight=None) -> float:
+def cp_objective(
+    factors: list,
+    idx: np.ndarray,
+    values: np.ndarray,
+    ridge: float,
+    weight: np.ndarray | None = None,
+) -> float:
     """Objective (1) of the module docstring.
 
     Parameters
@@ -183,8 +190,6 @@ def cp_init(
 def _gram_of_columns(A, rows, cols, vals) -> None:
     """``A += M M^T`` for the sparse matrix M with entries (rows, cols, vals),
     its entries sorted by column."""
-    import scipy.sparse as sp
-
     M = sp.csr_matrix((vals, (rows, cols)), shape=(A.shape[0], int(cols.max()) + 1))
     A += (M @ M.T).toarray()
 
@@ -201,7 +206,15 @@ def _mode_patterns(idx: np.ndarray, shape: tuple) -> list:
     return out
 
 
-def als_step(factors, d, idx, values, ridge, weight=None, pattern=None) -> None:
+def als_step(
+    factors: list,
+    d: int,
+    idx: np.ndarray,
+    values: np.ndarray,
+    ridge: float,
+    weight: np.ndarray | None = None,
+    pattern: tuple | None = None,
+) -> None:
     """Replace ``factors[d]`` by the exact minimizer of (1) over it.
 
     Parameters
