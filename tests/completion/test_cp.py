@@ -79,6 +79,8 @@ def test_patterns_are_the_sorted_slices():
 def test_cp_ranks_keep_fewer_parameters_than_entries():
     assert cp_ranks((10, 10, 10), 100) == []
     assert cp_ranks((10, 10, 10), 30 * 16) == [4, 8, 16]
+    # and a sweep's work rank^2 |Omega| within CP_MAX_WORK
+    assert cp_ranks((500, 500, 3), 126_000) == [4, 8, 16]
 
 
 def test_cp_als_refuses_an_empty_fit():

@@ -47,6 +47,10 @@ CP_RANKS = (4, 8, 16, 32, 48)
 #: ridge pulls 4-way factors to 0: a rank-1 term of size t costs about
 #: ``D ridge t^(2/D)``, steeper at 0 the more modes).
 CP_RIDGES = (1.0, 3.0)
+#: Largest ``rank^2 * |Omega|`` scored (the work of a sweep per mode, about
+#: 0.1 CPU s at 10^8 with one thread): keeps the CP scoring a fraction of a
+#: large latent fit (``benchmarks/completion/real_tensors.py`` stays under it).
+CP_MAX_WORK = 10**8
 #: Sweeps of the CP fits that ``postprocess="auto"`` scores and refits.
 CP_MAX_SWEEPS = 30
 #: Stop when the objective (1) falls by less than this fraction in a sweep.
@@ -128,8 +132,9 @@ def cp_objective(
 def cp_ranks(shape: tuple, n_entries: int) -> list[int]:
     """The ranks that ``postprocess="auto"`` scores (each with every ridge of
     :data:`CP_RIDGES`): :data:`CP_RANKS` with no more parameters
-    (``rank * sum(shape)``) than training entries (none if even the smallest
-    rank has more); the ridge keeps a model with almost as many parameters
+    (``rank * sum(shape)``) than training entries and a sweep's work
+    ``rank^2 * n_entries`` within :data:`CP_MAX_WORK` (none if even the
+    smallest rank fails); the ridge keeps a model with almost as many parameters
     as entries from overfitting (rank 32 on the 3-way image of
     ``benchmarks/completion/real_tensors.py``).
 
@@ -142,7 +147,11 @@ def cp_ranks(shape: tuple, n_entries: int) -> list[int]:
     -------
     list of int
     """
-    return [r for r in CP_RANKS if r * sum(shape) <= n_entries]
+    return [
+        r
+        for r in CP_RANKS
+        if r * sum(shape) <= n_entries and r * r * n_entries <= CP_MAX_WORK
+    ]
 
 
 def cp_init(
