@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.linalg import eigsh
 
 from .._core import DataValidationError
 
@@ -188,10 +189,14 @@ def cp_init(
             factors.append(rng.standard_normal((n, rank)) / np.sqrt(n))
             continue
         _gram_of_columns(A, idx[order, d], col[order], values[order])
-        _, U = np.linalg.eigh(A)
         k = min(rank, n)
+        if n <= 512 or k >= n - 1:
+            U = np.linalg.eigh(A)[1][:, ::-1]
+        else:  # a long mode: its leading eigenvectors only (O(n^2 k))
+            vals, U = eigsh(A, k=k, v0=np.ones(n))
+            U = U[:, np.argsort(-vals)]
         F = rng.standard_normal((n, rank)) / np.sqrt(n)
-        F[:, :k] = U[:, ::-1][:, :k]
+        F[:, :k] = U[:, :k]
         factors.append(F)
     return factors
 
