@@ -143,7 +143,11 @@ def matrix_on_unfolding(train, test, seed):
 
 def tensor_default(train, test, seed):
     m, sec = timed(lambda: TensorCompletion(random_state=seed).fit(train))
-    return m.predict(test.indices), sec, ",".join(map(str, m.ranks_)), 0.0
+    if getattr(m, "model_", "latent") == "cp":
+        ranks = f"CP {m.cp_rank_} (ridge {m.cp_ridge_:g})"
+    else:
+        ranks = "latent " + ",".join(map(str, m.ranks_))
+    return m.predict(test.indices), sec, ranks, 0.0
 
 
 def run_one(name, rep, args) -> dict:

@@ -56,6 +56,7 @@ from .centering import (
     choose_centering,
     split_weighted,
 )
+from .cp import CP_RIDGES, cp_als, cp_predict, cp_ranks
 from .distributed import fit_centering, shared_seed
 from .fold_in import (
     as_svd,
@@ -64,7 +65,7 @@ from .fold_in import (
     grown_factors,
     refit_centering,
 )
-from .losses import LOSSES, Loss, get_loss
+from .losses import LOSSES, Loss, SquareLoss, get_loss
 from .path import (
     completion_problems,
     fit_path,
@@ -603,7 +604,10 @@ class _CompletionEstimator(BaseEstimator):
             only: mode d's ``V_d`` has a row per combination of the other
             modes' indices, so a new index brings new rows into every other
             mode's factors, touched only by its own entries, and no
-            fixed-subspace row solve places it.
+            fixed-subspace row solve places it. A CP model (``model_="cp"``)
+            is refitted too: the latent solution as above, then CP-ALS on
+            every entry from the CP factors (new indices start at 0 rows),
+            the rank, ridge and choice of model kept.
         sample_weight : array-like of shape (nnz,), optional
             Weights of the new entries (as in :meth:`fit`); the entries of
             a fit without weights weigh 1.
@@ -1424,14 +1428,40 @@ class TensorCompletion(_CompletionEstimator):
         predict held-out entries better, removes an offset per index of
         every mode. A nonconvex
         ``regularizer`` applies to every mode's component, at its own
-        ``lambda_d`` (``theta = gamma * lambda_d``).
+        ``lambda_d`` (``theta = gamma * lambda_d``). ``postprocess="auto"``
+        with the square loss and ``lam="auto"`` (or ``validation``) also
+        fits masked CP models on the centered training entries (sparse
+        CP-ALS, :mod:`embedopt.completion.cp`; the ranks of
+        :func:`~embedopt.completion.cp.cp_ranks` with each ridge of
+        ``CP_RIDGES``), scores them on the same validation entries as the
+        lambda path and keeps a CP model, refitted on every training entry
+        from its start, where one validates better than the latent
+        solution: the latent norm's components are low-rank in one
+        unfolding each and cannot share what the modes have in common,
+        which a CP model does (issue 24).
 
     Attributes
     ----------
+    model_ : {"latent", "cp"}
+        The model that predicts: the latent-norm solution (``factors_``)
+        or the CP model (``cp_factors_``).
     factors_ : list of tuple of torch.Tensor
-        ``(U_d, s_d, V_d)`` per mode: ``X^d_<d> = U_d diag(s_d) V_d^T``.
+        ``(U_d, s_d, V_d)`` per mode: ``X^d_<d> = U_d diag(s_d) V_d^T``;
+        the latent solution, also kept (refitted) when ``model_="cp"``.
     ranks_ : list of int
-        Rank of each component.
+        Rank of each latent component.
+    cp_rank_, cp_ridge_ : int, float or None
+        Rank and ridge (on values divided by their RMS) of the CP model;
+        None when ``model_="latent"``.
+    cp_factors_ : list of numpy.ndarray or None
+        ``A_d`` of shape ``(I_d, cp_rank_)``: the centered completion is
+        ``sum_k prod_d A_d[i_d, k]``.
+    cp_n_sweeps_ : int or None
+        ALS sweeps of the CP refit.
+    model_selection_ : dict or None
+        Validation RMSE (centered scale) of the latent solution
+        (``"latent"``) and of each CP model scored (``"cp"``, with
+        ``"cp_ranks"`` and ``"cp_ridges"``); None when none were scored.
     lam_, path_, centering_, center_, centering_selection_, solver_,
     regularizer_, history_, n_iter_, stop_reason_, objective_, shape_,
     entries_, sample_weight_
@@ -1517,3 +1547,95 @@ class TensorCompletion(_CompletionEstimator):
 
     def _mode_ids(self) -> list:
         return self.mode_ids_ or [None] * len(self.shape_)
+
+    # -- the CP model that postprocess="auto" also scores (completion/cp.py) --
+    def _split(self, entries: ObservedEntries, weight, validation, rs):
+        parts = super()._split(entries, weight, validation, rs)
+        self._held = parts  # for _choose_model, dropped there
+        return parts
+
+    def _remember_entries(self, entries: ObservedEntries, weight) -> None:
+        held = vars(self).pop("_held", None)
+        self.model_, self.cp_rank_, self.cp_factors_ = "latent", None, None
+        self.cp_ridge_ = self.cp_n_sweeps_ = self.model_selection_ = None
+        if held is not None and self._scores_cp():
+            self._choose_model(*held)
+
+    def _scores_cp(self) -> bool:
+        """Whether the fit scores CP models beside the latent solution: the
+        defaults' ``postprocess="auto"`` with the square loss and a lambda
+        path scored on validation entries."""
+        return (
+            isinstance(self.postprocess, str)
+            and self.postprocess == "auto"
+            and isinstance(self._loss, SquareLoss)
+            and self.path_ is not None
+            and self.path_["metric"] == "rmse"
+        )
+
+    def _choose_model(self, train_part, val_part) -> None:
+        """Score CP models of :func:`~embedopt.completion.cp.cp_ranks` and
+        :data:`~embedopt.completion.cp.CP_RIDGES` on the validation entries
+        (centered as the path's are), keep the best model and refit a
+        winning CP model on ``entries_``, warm-started."""
+        (train, w_train), (val, w_val) = train_part, val_part
+        ranks = cp_ranks(self.shape_, int(_positive(w_train, train.nnz).sum()))
+        if val is None or not ranks:
+            return
+        i = int(np.argmin(np.abs(self.path_["lambdas"] - self.lam_)))
+        latent = float(self.path_["scores"][i])
+        ct, cv = self.centering_.transform(train), self.centering_.transform(val)
+        w = np.ones(cv.nnz) if w_val is None else w_val
+        fits, scores, grid = [], [], [(r, a) for r in ranks for a in CP_RIDGES]
+        for r, a in grid:
+            fits.append(
+                cp_als(ct.indices, ct.values, ct.shape, r, weight=w_train, ridge=a)
+            )
+            err = (cp_predict(fits[-1].factors, cv.indices) - cv.values) ** 2
+            scores.append(float(np.sqrt(np.sum(w * err) / np.sum(w))))
+        self.model_selection_ = {
+            "latent": latent,
+            "cp_ranks": [r for r, _ in grid],
+            "cp_ridges": [a for _, a in grid],
+            "cp": scores,
+        }
+        best = int(np.argmin(scores))
+        if scores[best] < latent:
+            self.model_ = "cp"
+            self.cp_rank_, self.cp_ridge_ = grid[best]
+            self._refit_cp(fits[best].factors)
+
+    def _refit_cp(self, init: list) -> None:
+        """CP-ALS on every training entry (``entries_``), from ``init``."""
+        c = self.centering_.transform(self.entries_)
+        fit = cp_als(
+            c.indices,
+            c.values,
+            c.shape,
+            self.cp_rank_,
+            weight=self.sample_weight_,
+            init=init,
+            ridge=self.cp_ridge_,
+        )
+        self.cp_factors_, self.cp_n_sweeps_ = fit.factors, fit.n_sweeps
+
+    def _scores(self, idx: np.ndarray) -> np.ndarray:
+        if getattr(self, "model_", "latent") != "cp":
+            return super()._scores(idx)
+        values = cp_predict(self.cp_factors_, idx)
+        return self.centering_.inverse_transform(tuple(idx.T), values)
+
+    def _grow(self, maps, old_to_new, shape) -> list:
+        if getattr(self, "model_", "latent") == "cp":  # new indices: zero rows
+            grown = []
+            for A, moved, n in zip(self.cp_factors_, old_to_new, shape, strict=True):
+                B = np.zeros((n, A.shape[1]))
+                B[moved] = A
+                grown.append(B)
+            self.cp_factors_ = grown
+        return super()._grow(maps, old_to_new, shape)
+
+    def _refit_all(self, folded: bool) -> None:
+        super()._refit_all(folded)
+        if getattr(self, "model_", "latent") == "cp":
+            self._refit_cp(self.cp_factors_)
