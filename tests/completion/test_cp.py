@@ -9,6 +9,7 @@ from embedopt.completion.cp import (
     _mode_patterns,
     als_step,
     cp_als,
+    cp_grid,
     cp_objective,
     cp_predict,
     cp_ranks,
@@ -83,9 +84,26 @@ def test_cp_ranks_keep_fewer_parameters_than_entries():
     assert cp_ranks((500, 500, 3), 126_000) == [4, 8, 16]
 
 
-def test_cp_als_refuses_an_empty_fit():
-    with pytest.raises(embedopt.DataValidationError, match="rank >= 1"):
+def test_cp_als_refuses_an_empty_fit_and_a_rank_below_one():
+    with pytest.raises(embedopt.DataValidationError, match="observed entries"):
         cp_als(np.zeros((0, 3), dtype=np.int64), np.zeros(0), (2, 2, 2), 2)
+    with pytest.raises(embedopt.InvalidParameterError, match="rank must be"):
+        cp_als(np.zeros((1, 3), dtype=np.int64), np.ones(1), (2, 2, 2), 0)
+
+
+def test_the_grid_is_one_cp_als_per_rank_and_ridge():
+    rng = np.random.default_rng(3)
+    shape = (9, 8, 7)
+    idx = np.array(np.unravel_index(rng.choice(504, 300, replace=False), shape)).T
+    values = rng.standard_normal(300)
+    w = rng.uniform(0.5, 1.5, 300)
+    grid = cp_grid(idx, values, shape, [2, 3], (0.5, 2.0), weight=w)
+    assert [(r, a) for r, a, _ in grid] == [(2, 0.5), (2, 2.0), (3, 0.5), (3, 2.0)]
+    for r, a, res in grid:
+        alone = cp_als(idx, values, shape, r, weight=w, ridge=a)
+        assert res.n_sweeps == alone.n_sweeps and res.objectives == alone.objectives
+        for A, B in zip(res.factors, alone.factors, strict=True):
+            np.testing.assert_array_equal(A, B)
 
 
 @pytest.fixture(scope="module")

@@ -29,11 +29,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh
 
-from .._core import DataValidationError
+from .._core import DataValidationError, InvalidParameterError
 
 __all__ = [
     "CPResult",
     "cp_als",
+    "cp_grid",
     "cp_init",
     "cp_objective",
     "cp_predict",
@@ -312,26 +313,93 @@ def cp_als(
     CPResult
         Factors on the scale of ``values`` (the RMS folded into mode 0).
     """
-    values = np.asarray(values, dtype=np.float64)
-    if rank < 1 or values.size == 0:
-        raise DataValidationError(
-            f"cp_als needs rank >= 1 and some entries; got rank {rank} and "
-            f"{values.size} entries."
-        )
-    scale = float(np.sqrt(np.mean(values**2))) or 1.0
-    y = values / scale
+    y, scale = _normalized(values, rank)
     if init is None:
         factors = cp_init(idx, y, shape, rank, seed)
     else:
         factors = [np.array(A, dtype=np.float64) for A in init]
         factors[0] = factors[0] / scale
-    ridge = float(ridge)
     patterns = _mode_patterns(idx, shape)
+    return _sweeps(
+        factors, idx, y, scale, float(ridge), weight, patterns, max_sweeps, tol
+    )
+
+
+def cp_grid(
+    idx: np.ndarray,
+    values: np.ndarray,
+    shape: tuple,
+    ranks: list[int],
+    ridges: tuple[float, ...],
+    *,
+    weight: np.ndarray | None = None,
+    seed: int = 0,
+) -> list[tuple[int, float, CPResult]]:
+    """:func:`cp_als` (default start and stopping) for every rank and ridge.
+
+    The same fits as one :func:`cp_als` call each, with the work that does
+    not depend on the ridge done once: the normalization, each mode's
+    sorted entries, and the start of each rank (:func:`cp_init`'s Gram
+    eigenvectors, which were most of a small fit's time).
+
+    Parameters
+    ----------
+    idx, values, shape, weight, seed
+        As in :func:`cp_als`.
+    ranks : list of int
+    ridges : tuple of float
+
+    Returns
+    -------
+    list of (rank, ridge, CPResult)
+        Rank-major, in the order given.
+    """
+    y, scale = _normalized(values, min(ranks, default=0))
+    patterns = _mode_patterns(idx, shape)
+    out = []
+    for rank in ranks:
+        start = cp_init(idx, y, shape, rank, seed)
+        for ridge in ridges:
+            factors = [A.copy() for A in start]
+            res = _sweeps(
+                factors,
+                idx,
+                y,
+                scale,
+                float(ridge),
+                weight,
+                patterns,
+                CP_MAX_SWEEPS,
+                CP_TOL,
+            )
+            out.append((rank, ridge, res))
+    return out
+
+
+def _normalized(values: np.ndarray, rank: int) -> tuple[np.ndarray, float]:
+    """The values divided by their root mean square, and that RMS."""
+    values = np.asarray(values, dtype=np.float64)
+    if rank < 1:
+        raise InvalidParameterError(
+            f"The CP rank must be an int >= 1; got {rank}. Pass a positive rank."
+        )
+    if values.size == 0:
+        raise DataValidationError(
+            "cp_als needs observed entries to fit; got none. Pass at least one "
+            "entry per index of every mode."
+        )
+    scale = float(np.sqrt(np.mean(values**2))) or 1.0
+    return values / scale, scale
+
+
+def _sweeps(factors, idx, y, scale, ridge, weight, patterns, max_sweeps, tol):
+    """ALS sweeps on the normalized values until (1) falls by less than
+    ``tol`` of itself; the factors returned on the scale of the values."""
     objectives = [cp_objective(factors, idx, y, ridge, weight)]
     n = 0
     while n < max_sweeps:
         n += 1
-        for d in range(len(shape)):
+        for d in range(len(factors)):
             als_step(factors, d, idx, y, ridge, weight, patterns[d])
         objectives.append(cp_objective(factors, idx, y, ridge, weight))
         if objectives[-2] - objectives[-1] <= tol * objectives[-1]:

@@ -56,7 +56,7 @@ from .centering import (
     choose_centering,
     split_weighted,
 )
-from .cp import CP_RIDGES, cp_als, cp_predict, cp_ranks
+from .cp import CP_RIDGES, cp_als, cp_grid, cp_predict, cp_ranks
 from .distributed import fit_centering, shared_seed
 from .fold_in import (
     as_svd,
@@ -1586,24 +1586,29 @@ class TensorCompletion(_CompletionEstimator):
         latent = float(self.path_["scores"][i])
         ct, cv = self.centering_.transform(train), self.centering_.transform(val)
         w = np.ones(cv.nnz) if w_val is None else w_val
-        fits, scores, grid = [], [], [(r, a) for r in ranks for a in CP_RIDGES]
-        for r, a in grid:
-            fits.append(
-                cp_als(ct.indices, ct.values, ct.shape, r, weight=w_train, ridge=a)
+        fits = cp_grid(
+            ct.indices, ct.values, ct.shape, ranks, CP_RIDGES, weight=w_train
+        )
+        scores = [
+            float(
+                np.sqrt(
+                    np.sum(w * (cp_predict(f.factors, cv.indices) - cv.values) ** 2)
+                    / np.sum(w)
+                )
             )
-            err = (cp_predict(fits[-1].factors, cv.indices) - cv.values) ** 2
-            scores.append(float(np.sqrt(np.sum(w * err) / np.sum(w))))
+            for _, _, f in fits
+        ]
         self.model_selection_ = {
             "latent": latent,
-            "cp_ranks": [r for r, _ in grid],
-            "cp_ridges": [a for _, a in grid],
+            "cp_ranks": [r for r, _, _ in fits],
+            "cp_ridges": [a for _, a, _ in fits],
             "cp": scores,
         }
         best = int(np.argmin(scores))
         if scores[best] < latent:
             self.model_ = "cp"
-            self.cp_rank_, self.cp_ridge_ = grid[best]
-            self._refit_cp(fits[best].factors)
+            self.cp_rank_, self.cp_ridge_, fit = fits[best]
+            self._refit_cp(fit.factors)
 
     def _refit_cp(self, init: list) -> None:
         """CP-ALS on every training entry (``entries_``), from ``init``."""
