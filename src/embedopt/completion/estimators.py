@@ -397,10 +397,10 @@ class _CompletionEstimator(BaseEstimator):
     def _problems(self, entries, weight, validation, ctx, loss, center, comm=None):
         """Split, choose and fit the centering, and build the training problem
         and the refit problem on every entry (None unless ``lam="auto"`` with
-        ``refit``); over the processes of ``comm`` when there is one."""
-        (train, w_train), (val, w_val) = self._split(
-            entries, weight, validation, ctx.random_state
-        )
+        ``refit``); over the processes of ``comm`` when there is one. Returns
+        the two problems and the split ``((train, w), (validation, w))``."""
+        split = self._split(entries, weight, validation, ctx.random_state)
+        (train, w_train), (val, w_val) = split
         self.center_, self.centering_selection_ = choose_centering(
             center,
             train,
@@ -426,7 +426,7 @@ class _CompletionEstimator(BaseEstimator):
         self.entries_, self.sample_weight_ = (
             (train, w_train) if refit is None else (refit, w_refit)
         )
-        return completion_problems(
+        problems = completion_problems(
             self.centering_,
             train,
             val,
@@ -439,6 +439,7 @@ class _CompletionEstimator(BaseEstimator):
             refit_weight=w_refit,
             process_group=comm,
         )
+        return problems, split
 
     def fit(
         self,
@@ -510,7 +511,7 @@ class _CompletionEstimator(BaseEstimator):
                 owner=f"{type(self).__name__}.fit",
                 unit="entry",
             )
-        problem, refit_problem = self._problems(
+        (problem, refit_problem), split = self._problems(
             entries, weight, validation, ctx, loss, center, comm
         )
         solver = resolve_solver(self.solver)
@@ -537,6 +538,7 @@ class _CompletionEstimator(BaseEstimator):
             factors = problem.gather_factors(factors)
         self._export(factors)
         self._remember_entries(entries, weight)
+        self._finish_fit(split)
         return self
 
     def _group(self, ctx):
@@ -552,6 +554,10 @@ class _CompletionEstimator(BaseEstimator):
 
     def _remember_entries(self, entries: ObservedEntries, weight) -> None:
         """Keep what later methods need of the training entries (nothing)."""
+
+    def _finish_fit(self, split) -> None:
+        """A last step of ``fit`` given its split ``((train, w), (validation,
+        w))`` (nothing; TensorCompletion scores its CP models here)."""
 
     def _mode_factors(self) -> list:
         raise NotImplementedError
@@ -1549,17 +1555,11 @@ class TensorCompletion(_CompletionEstimator):
         return self.mode_ids_ or [None] * len(self.shape_)
 
     # -- the CP model that postprocess="auto" also scores (completion/cp.py) --
-    def _split(self, entries: ObservedEntries, weight, validation, rs):
-        parts = super()._split(entries, weight, validation, rs)
-        self._held = parts  # for _choose_model, dropped there
-        return parts
-
-    def _remember_entries(self, entries: ObservedEntries, weight) -> None:
-        held = vars(self).pop("_held", None)
+    def _finish_fit(self, split) -> None:
         self.model_, self.cp_rank_, self.cp_factors_ = "latent", None, None
         self.cp_ridge_ = self.cp_n_sweeps_ = self.model_selection_ = None
-        if held is not None and self._scores_cp():
-            self._choose_model(*held)
+        if self._scores_cp():
+            self._choose_model(*split)
 
     def _scores_cp(self) -> bool:
         """Whether the fit scores CP models beside the latent solution: the
