@@ -8,17 +8,26 @@ import torch
 from torch import nn
 
 
+def _strides(shape, strides) -> list:
+    """The strides of the dimensions that have more than one element."""
+    return [s for n, s in zip(shape, strides, strict=True) if n > 1]
+
+
 def assert_same_value(a, b, where: str = "value") -> None:
     """``a`` and ``b`` are equal bit for bit, of the same types (recursively).
 
-    Arrays and tensors must have the same dtype, shape and bytes (NaN equal to
-    NaN), tensors the same device and ``requires_grad``; modules the same
+    Arrays and tensors must have the same dtype, shape, strides and bytes (NaN
+    equal to NaN), tensors the same device, ``requires_grad`` and offset from a
+    64-byte boundary: a loaded model computes with the same kernels as the one
+    that saved it, so it answers bit for bit; modules the same
     class, attributes, parameters, buffers (non-persistent ones included) and
     sub-modules; other objects the same class and ``vars``.
     """
     assert type(a) is type(b), f"{where}: {type(a).__name__} vs {type(b).__name__}"
     if isinstance(a, np.ndarray):
         assert a.dtype == b.dtype and a.shape == b.shape, where
+        if a.size > 1:
+            assert _strides(a.shape, a.strides) == _strides(b.shape, b.strides), where
         if a.dtype.kind == "O":
             assert a.tolist() == b.tolist(), where
         else:
@@ -26,6 +35,9 @@ def assert_same_value(a, b, where: str = "value") -> None:
     elif isinstance(a, torch.Tensor):
         assert (a.dtype, a.shape, a.device) == (b.dtype, b.shape, b.device), where
         assert a.requires_grad == b.requires_grad, where
+        if a.numel() > 1:
+            assert _strides(a.shape, a.stride()) == _strides(b.shape, b.stride()), where
+            assert a.data_ptr() % 64 == b.data_ptr() % 64, f"{where}: alignment"
         bits_a = a.detach().cpu().contiguous().view(-1).view(torch.uint8)
         bits_b = b.detach().cpu().contiguous().view(-1).view(torch.uint8)
         assert torch.equal(bits_a, bits_b), where

@@ -83,6 +83,60 @@ def test_every_stored_type_round_trips(tmp_path):
     assert_same_estimator(est, again)
 
 
+def test_layouts_and_alignment_round_trip_so_products_are_bitwise(tmp_path):
+    # A transposed operand sends a product down another BLAS kernel, and MKL
+    # may round differently at another alignment: a loaded model answers bit
+    # for bit as the saved one only if its arrays sit in memory the same way.
+    gen = torch.Generator().manual_seed(0)
+    R = torch.linalg.qr(torch.randn(8, 8, generator=gen))[0]
+    state = {
+        "t_": R.t(),  # strides (1, 8)
+        "permuted_": torch.randn(2, 3, 4, generator=gen).permute(2, 0, 1),
+        "shifted_": torch.randn(65, generator=gen)[1:].reshape(8, 8),  # 4 B off
+        "column_": torch.randn(8, 16, generator=gen)[:, ::2],  # gaps: dense
+        "f_": np.asfortranarray(np.random.default_rng(0).random((8, 8))),
+        "nd_": np.random.default_rng(1).random((2, 3, 4)).transpose(1, 2, 0),
+        "reversed_": np.arange(12.0)[::-1],  # negative strides: C order
+    }
+    est, again = _holder(tmp_path, **state)
+    column, backwards = again.__dict__.pop("column_"), again.__dict__.pop("reversed_")
+    del est.column_, est.reversed_
+    assert_same_estimator(est, again)  # strides and offsets from 64 B included
+    # a view with gaps is loaded dense, its dimensions in the same memory order
+    assert torch.equal(column, state["column_"]) and column.stride() == (8, 1)
+    assert np.array_equal(backwards, state["reversed_"]) and backwards.strides == (8,)
+    # (fitted models hold no such view: assert_same_estimator compares strides)
+    X = torch.randn(100, 8, generator=gen)
+    for name in ("t_", "shifted_"):
+        a, b = X @ getattr(est, name), X @ getattr(again, name)
+        assert torch.equal(a, b), name
+    assert np.array_equal(X.numpy() @ est.f_, X.numpy() @ again.f_)
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        {"strides": [1, 1], "offset": 0},  # overlapping
+        {"strides": [1], "offset": 0},  # another rank
+        {"strides": [1, 2**40], "offset": 0},  # gaps: a huge allocation
+        {"strides": [1, 2], "offset": 99},
+        {"strides": [-1, 2], "offset": 0},
+        {"strides": "C", "offset": 0},
+    ],
+)
+def test_a_forged_layout_is_refused(tmp_path, layout):
+    _holder(tmp_path, t_=torch.ones(3, 2).t(), a_=np.ones((3, 2)).T)
+    members = _members(tmp_path / "h.embedopt")
+    meta = json.loads(members["embedopt.json"])
+    for name in ("t_", "a_"):
+        edited = json.loads(json.dumps(meta))
+        edited["state"][name]["layout"] = layout
+        members["embedopt.json"] = json.dumps(edited).encode()
+        _rewrite(tmp_path / "bad.embedopt", members, rehash=True)
+        with pytest.raises(DataValidationError, match="Cannot load the model file"):
+            Holder.load(tmp_path / "bad.embedopt")
+
+
 def test_shared_objects_stay_shared_and_equal_arrays_are_stored_once(tmp_path):
     t = torch.randn(50, 4)
     module = nn.Linear(3, 2)

@@ -32,6 +32,13 @@ stored once and loaded as one object. Anything else is refused at save time
 with an error naming the parameter or attribute: pickle such an estimator
 instead (pickle keeps working).
 
+Arrays and tensors come back with the strides they were saved with (a
+transposed rotation stays transposed) and tensors at the same offset from a
+64-byte boundary, so a loaded model runs the same kernels on the same
+operands and answers bit for bit as the model that saved it, on the same
+machine; a view with gaps or negative strides comes back dense, its
+dimensions in the same memory order.
+
 Loading finds classes by the names in the file only among the registered
 ones (and the estimator among embedopt's estimators, or the class
 ``Cls.load`` was called on); it never imports a module named in the file.
@@ -155,6 +162,91 @@ _MODULE_TREE = frozenset(
 )
 
 
+#: Alignment, in bytes, of torch's CPU allocator (c10's gAlignment). A loaded
+#: tensor starts at the same offset from it as the saved one did: MKL documents
+#: results that depend on the alignment of its inputs.
+_ALIGN = 64
+
+
+def _c_strides(shape) -> list[int]:
+    """The strides, in elements, of C order."""
+    out, step = [], 1
+    for size in reversed(shape):
+        out.append(step)
+        step *= max(int(size), 1)
+    return out[::-1]
+
+
+def _dense(shape, strides) -> bool:
+    """Whether the elements fill ``prod(shape)`` slots without gaps or overlaps.
+
+    A dimension of size 1 may have any stride; the others, ordered by stride,
+    step by the product of the sizes inside them (C, Fortran or any
+    permutation of them).
+    """
+    step = 1
+    for size, stride in sorted(
+        ((int(n), int(s)) for n, s in zip(shape, strides, strict=True) if n > 1),
+        key=lambda p: p[1],
+    ):
+        if stride != step:
+            return False
+        step *= size
+    return True
+
+
+def _dense_like(shape, strides) -> list[int]:
+    """Dense strides with the dimensions in the memory order of ``strides``."""
+    order = sorted(range(len(shape)), key=lambda d: (-abs(strides[d]), d))
+    out, step = [0] * len(shape), 1
+    for d in reversed(order):
+        out[d] = step
+        step *= max(int(shape[d]), 1)
+    return out
+
+
+def _layout(shape, strides, itemsize: int, address: int | None) -> dict | None:
+    """How an array sits in memory, where C order would not reproduce it.
+
+    A fitted model computes with the arrays it holds; a BLAS product takes
+    another kernel for a transposed operand (and MKL may round differently
+    for another alignment), so a loaded model answers bit for bit as the
+    saved one only if its arrays have the same strides and, for tensors
+    (``address`` given), the same offset from ``_ALIGN``. A view with gaps or
+    overlaps (a column slice, a broadcast) keeps the memory order of its
+    dimensions and is loaded dense. None: C order at an aligned start.
+    """
+    if math.prod(shape) < 2:
+        return None
+    strides = [int(s) for s in strides]
+    if not _dense(shape, strides):
+        strides = _dense_like(shape, strides)
+    misalign = 0 if address is None else address % _ALIGN
+    offset = misalign // itemsize if misalign % itemsize == 0 else 0
+    if strides == _c_strides(shape) and offset == 0:
+        return None
+    return {"strides": strides, "offset": offset}
+
+
+def _checked_layout(node: dict, shape, itemsize: int) -> tuple[list[int], int]:
+    """The (strides, offset) a stored array or tensor is loaded with."""
+    layout = node.get("layout")
+    if layout is None:
+        return _c_strides(shape), 0
+    strides, offset = layout["strides"], layout["offset"]
+    ok = (
+        isinstance(strides, list)
+        and len(strides) == len(shape)
+        and all(type(s) is int and s >= 0 for s in strides)
+        and _dense(shape, strides)
+        and type(offset) is int
+        and 0 <= offset * itemsize < _ALIGN
+    )
+    if not ok:  # a file edited with its checksums redone
+        raise ValueError(f"layout {layout!r} of an array of shape {list(shape)}")
+    return strides, offset
+
+
 def _constant(arr: np.ndarray) -> bool:
     """Whether ``arr`` has 2 or more elements, all of the same bits."""
     if arr.size < 2 or arr.dtype.kind not in "biuf" or arr.dtype.itemsize > 8:
@@ -248,7 +340,11 @@ class _Writer:
             }
         if arr.dtype.hasobject or arr.dtype.kind == "V":
             raise _Unstorable(where, arr)
-        return {"$": "ndarray", "key": self.array(arr)}
+        data = arr if arr.flags.c_contiguous else arr.copy(order="C")
+        node = {"$": "ndarray", "key": self.array(data)}
+        strides = [s // arr.itemsize for s in arr.strides]
+        layout = _layout(arr.shape, strides, arr.itemsize, None)
+        return node if layout is None else {**node, "layout": layout}
 
     def _memoized(self, value: Any, where: str) -> Any:
         """Objects with an identity: stored once, referred to afterwards."""
@@ -302,7 +398,7 @@ class _Writer:
             arr = data.numpy()
         except TypeError:  # bfloat16, float8: NumPy has no such dtype
             arr = data.view(_BIT_VIEWS[data.element_size()]).numpy()
-        return {
+        node = {
             "$": "tensor",
             "key": self.array(arr),
             "dtype": str(t.dtype).removeprefix("torch."),
@@ -310,6 +406,8 @@ class _Writer:
             "parameter": isinstance(t, nn.Parameter),
             "requires_grad": bool(t.requires_grad),
         }
+        layout = _layout(t.shape, t.stride(), t.element_size(), t.data_ptr())
+        return node if layout is None else {**node, "layout": layout}
 
     def _module(self, module: nn.Module, where: str) -> dict:
         internals = {k: v for k, v in vars(module).items() if k in _MODULE_INTERNALS}
@@ -463,7 +561,7 @@ class _Reader:
         if tag == "scalar":
             return self.decode(value["array"])[()]
         if tag == "ndarray":
-            return self.array(value["key"])
+            return _placed_array(self.array(value["key"]), value)
         if tag == "strings":
             return _strings(
                 self.arrays[value["utf8"]], self.arrays[value["ends"]], value
@@ -514,7 +612,7 @@ class _Reader:
         if t.dtype != dtype:
             t = t.view(dtype)
         device = self.device if self.device is not None else _where(node["device"])
-        t = t.to(device)
+        t = _placed_tensor(t, node, device)
         if node["parameter"]:
             return nn.Parameter(t, requires_grad=node["requires_grad"])
         return t.requires_grad_(node["requires_grad"])
@@ -533,6 +631,47 @@ class _Reader:
         module._non_persistent_buffers_set.update(node["non_persistent"])
         module._modules.update(self.decode(node["modules"]))
         return module
+
+
+def _placed_array(arr: np.ndarray, node: dict) -> np.ndarray:
+    """``arr`` (read in C order) with the strides it was saved with.
+
+    A file without a layout keeps what ``.npy`` gave (C or Fortran order).
+    """
+    if "layout" not in node:
+        return arr
+    strides, _ = _checked_layout(node, arr.shape, arr.itemsize)
+    if [s // arr.itemsize for s in arr.strides] == strides:
+        return arr
+    order = sorted(range(arr.ndim), key=lambda d: -strides[d])
+    # allocate in memory order, then view it back in the saved dimension order
+    out = np.empty([arr.shape[d] for d in order], arr.dtype).transpose(
+        np.argsort(order)
+    )
+    out[...] = arr
+    return np.lib.stride_tricks.as_strided(
+        out, strides=[s * arr.itemsize for s in strides], writeable=True
+    )
+
+
+def _placed_tensor(t: torch.Tensor, node: dict, device: torch.device) -> torch.Tensor:
+    """``t`` on ``device``, with the strides and alignment it was saved with."""
+    size = t.element_size()
+    strides, offset = _checked_layout(node, t.shape, size)
+    if (
+        t.device == device
+        and list(t.stride()) == strides
+        and t.data_ptr() % _ALIGN == offset * size
+    ):
+        return t  # as read: no copy
+    extent = 1 + sum((n - 1) * s for n, s in zip(t.shape, strides, strict=True))
+    if t.numel() == 0:
+        extent = 0
+    base = torch.empty(
+        extent + (_ALIGN // size if offset else 0), dtype=t.dtype, device=device
+    )
+    start = ((offset * size - base.data_ptr()) % _ALIGN) // size if offset else 0
+    return base.as_strided(tuple(t.shape), strides, start).copy_(t)
 
 
 def _strings(utf8: np.ndarray, ends: np.ndarray, node: dict) -> np.ndarray:
