@@ -31,6 +31,7 @@ def test_complete_fixed_lambda_and_csv(capsys, tmp_path):
     assert "test rmse" in capsys.readouterr().out
 
 
+@pytest.mark.smoke
 def test_help_of_every_command(capsys):
     # One process for the `python -m embedopt` entry point (a subcommand's
     # help goes through the top-level parser too); the top level in-process.

@@ -744,6 +744,7 @@ ids = [c.name for c in CASES]
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids)
+@pytest.mark.smoke
 def test_not_fitted_before_fit(case):
     est = case.make()
     assert not hasattr(est, case.fitted_attr)
@@ -754,6 +755,7 @@ def test_not_fitted_before_fit(case):
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids)
+@pytest.mark.smoke
 def test_fit_returns_self_and_sets_trailing_underscore_attributes(case):
     est = case.make()
     before = set(vars(est))
@@ -765,6 +767,7 @@ def test_fit_returns_self_and_sets_trailing_underscore_attributes(case):
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids)
+@pytest.mark.bitwise_rerun
 def test_same_seed_same_result(case):
     args = case.fit_args()
     a = case.output(case.make().fit(*args), args)
@@ -786,6 +789,7 @@ def test_clone_and_pickle(case):
 
 @pytest.mark.parametrize("case", CASES, ids=ids)
 @pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")
+@pytest.mark.smoke
 def test_save_load_round_trip(case, tmp_path):
     args = case.fit_args()
     est = case.make().fit(*args)

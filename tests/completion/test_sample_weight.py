@@ -381,6 +381,7 @@ def _fitted_arrays(model):
 )
 @pytest.mark.parametrize("lam", ["auto", 1.0])
 @pytest.mark.filterwarnings("ignore::embedopt.ConvergenceWarning")  # max_iter=15
+@pytest.mark.bitwise_rerun
 def test_unit_weights_give_bit_identical_fits(make, data, lam):
     entries = data()
     a = make(lam=lam, random_state=0, dtype="float64").fit(entries)

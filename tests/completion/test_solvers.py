@@ -208,6 +208,7 @@ def test_max_rank_and_warm_start(reference):
     assert warm.n_iter < cold.n_iter
 
 
+@pytest.mark.bitwise_rerun
 def test_same_seed_same_result(reference):
     entries, lam, _, _ = reference
     a = ais_impute(entries, lam=lam, random_state=3)

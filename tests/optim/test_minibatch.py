@@ -174,6 +174,7 @@ def test_random_batches_are_seeded_and_in_range():
         random_batches(10, 0)
 
 
+@pytest.mark.bitwise_rerun
 def test_same_seed_same_training():
     X, y = _regression()
 

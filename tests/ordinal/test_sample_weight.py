@@ -133,6 +133,7 @@ def test_mean_of_sampled_gradients_is_the_full_weighted_gradient(name, dtype):
 @pytest.mark.parametrize("quad", [False, True], ids=["triplets", "quadruplets"])
 @pytest.mark.parametrize("dense", [True, False], ids=["distance_matrix", "incidence"])
 @pytest.mark.parametrize("name", sorted(LOSSES))
+@pytest.mark.bitwise_rerun
 def test_weights_all_one_are_bit_identical(name, dense, quad):
     X, comps = _data(seed=9, quad=quad)
     X = X.float()

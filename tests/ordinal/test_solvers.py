@@ -137,6 +137,7 @@ def test_random_output_and_pl_modules(small):
     assert pl.n_iter == 6 and triplet_error(pl.x, small.test) < 0.2
 
 
+@pytest.mark.bitwise_rerun
 def test_same_seed_same_result_and_tol_stops(small):
     a = svrg_sbb(small.train, 2, max_iter=3, random_state=1)
     b = svrg_sbb(small.train, 2, max_iter=3, random_state=1)

@@ -180,6 +180,7 @@ def test_stochastic_decreases_the_exact_objective(optimizer, sampling, lr):
     assert all(torch.equal(a, b) for a, b in zip(obj.initial_point(), x0, strict=True))
 
 
+@pytest.mark.bitwise_rerun
 def test_stochastic_same_seed_same_result_and_callback_stops():
     obj, _, _ = make("table")
     x0 = obj.initial_point()

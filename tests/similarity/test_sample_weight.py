@@ -336,6 +336,7 @@ def _pairs(seed=0, n=120):
 
 
 @pytest.mark.parametrize("solver", ["auto", "gauss_newton"])
+@pytest.mark.bitwise_rerun
 def test_estimator_unit_weights_bit_identical_and_weights_matter(solver):
     users, items, ratings = _pairs()
     kw = dict(max_iter=3, random_state=0, solver=solver)
