@@ -66,3 +66,21 @@ def test_the_package_ships_its_annotations():
         package_data = tomllib.load(fh)["tool"]["setuptools"]["package-data"]
     assert "py.typed" in package_data["embedopt"]
     assert (ROOT / "src" / "embedopt" / "py.typed").is_file()
+
+
+def test_the_claimed_pythons_are_the_tested_ones():
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        project = tomllib.load(fh)["project"]
+    claimed = sorted(
+        (int(v.split(".")[1]), v)
+        for c in project["classifiers"]
+        if (v := c.removeprefix("Programming Language :: Python :: ")).count(".")
+    )
+    oldest, newest = claimed[0][1], claimed[-1][1]
+    assert project["requires-python"] == f">={oldest}"
+    # the ends of the range run the smoke tests in CI, the README says so
+    script = (ROOT / ".ci" / "other_pythons").read_text()
+    assert f'versions=("${{@:-{oldest} {newest}}}")' in script
+    assert f"Python {oldest} to {newest}" in (ROOT / "README.md").read_text()
+    no_gaps = [f"3.{m}" for m in range(claimed[0][0], claimed[-1][0] + 1)]
+    assert [v for _, v in claimed] == no_gaps
