@@ -145,6 +145,28 @@ def test_one_compiled_step_is_the_autograd_step(loss, weighted, small):
     assert torch.equal(got[~touched], x[~touched])  # O(b p): other rows untouched
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_step_without_snapshot_never_reads_the_snapshot_scratch(dtype, small):
+    # SGD has no snapshot: the scratch rows of the snapshot's differences are
+    # never written, and were once read as 0 * E[1]. Right after a cold
+    # compile the allocation could hold NaN (0 * NaN = NaN): SGD diverged at
+    # its first epoch in about one fresh process of three.
+    from embedopt.ordinal._numba_steps import _batch_rows
+
+    quads = np.asarray(small.train.indices)[:, [0, 1, 0, 2]].astype(np.int64)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(30, 2)).astype(dtype)
+    none = np.empty((0, 2), dtype)
+    batches = rng.integers(0, len(quads), (1, 5))
+    E = np.full((2, 2, 2), np.nan, dtype)  # what an uninitialized buffer may hold
+    G = np.zeros((5, 2, 2), dtype)
+    tv = np.zeros(1, dtype)
+    w = np.array([1.0, 0.0])
+    loss = (2, 0.0, float(np.finfo(dtype).eps))  # STE
+    _batch_rows(x, none, none, quads, none[:0, 0], batches, 0, tv, w, loss, E, G)
+    assert np.isfinite(G).all() and np.abs(G).sum() > 0
+
+
 def test_the_torch_loop_stays_where_the_kernel_cannot_run(small, monkeypatch):
     x = torch.zeros(30, 2)
 

@@ -112,9 +112,15 @@ def _batch_rows(
             a1, c1 = partials(code, float(sn), float(sf), param, eps)
             a1 *= w[1] * scale
             c1 *= w[1] * scale
+        # Without a snapshot E[1] holds nothing: not even 0 * E[1] is read
+        # (uninitialized memory may hold NaN, and 0 * NaN is NaN)
         for d in range(x.shape[1]):
-            G[c, 0, d] = a * E[0, 0, d] + a1 * E[1, 0, d]
-            G[c, 1, d] = cc * E[0, 1, d] + c1 * E[1, 1, d]
+            if two:
+                G[c, 0, d] = a * E[0, 0, d] + a1 * E[1, 0, d]
+                G[c, 1, d] = cc * E[0, 1, d] + c1 * E[1, 1, d]
+            else:
+                G[c, 0, d] = a * E[0, 0, d]
+                G[c, 1, d] = cc * E[0, 1, d]
 
 
 @_jit
@@ -143,7 +149,7 @@ def inner_steps(
         if none.
     """
     p = x.shape[1]
-    E = np.empty((2, 2, p), x.dtype)  # point, pair, coordinate
+    E = np.zeros((2, 2, p), x.dtype)  # point, pair, coordinate
     tv = np.empty(1, x.dtype)  # the step t in x's dtype
     G = np.zeros((batches.shape[1], 2, p), x.dtype)  # as torch: rows in x.dtype
     w = np.array([w0, w1])
