@@ -457,6 +457,25 @@ def test_forged_json_with_valid_checksum(saved, tmp_path, edit):
         embedopt.load(path)
 
 
+def test_a_path_that_names_no_file_is_refused_by_its_own_name(saved, tmp_path):
+    _, est = saved
+    folder = tmp_path / "models"
+    folder.mkdir()
+    with pytest.raises(IsADirectoryError, match="it is a folder") as exc:
+        est.save(folder)
+    assert str(folder / "model.embedopt") in str(exc.value)
+    with pytest.raises(FileNotFoundError, match="does not exist") as exc:
+        est.save(tmp_path / "missing" / "m.embedopt")
+    assert str(tmp_path / "missing") in str(exc.value)
+    for bad in ("", 3, None):
+        with pytest.raises(InvalidParameterError, match="name of the file"):
+            est.save(bad)
+    # the message names the user's path, never the temporary file; nothing
+    # is left behind
+    assert ".tmp" not in str(exc.value) and list(folder.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["models"]
+
+
 def test_file_objects_and_pickle_still_work(saved):
     path, est = saved
     with open(path, "rb") as f:

@@ -96,7 +96,9 @@ class BaseEstimator:
         InvalidParameterError
             If a parameter holds what the file cannot store (a custom loss
             object, a callable, a module of a class of your own): give it by
-            name, or pickle the estimator instead.
+            name, or pickle the estimator instead; or if ``path`` is empty.
+        IsADirectoryError, FileNotFoundError
+            If ``path`` is a folder, or its folder does not exist.
 
         See Also
         --------

@@ -462,7 +462,10 @@ def save_estimator(estimator: Any, path: str | os.PathLike) -> None:
         If ``estimator`` is not fitted.
     InvalidParameterError
         If a parameter or fitted attribute holds a value the format cannot
-        store (a custom loss, a callable, a module of a class of your own).
+        store (a custom loss, a callable, a module of a class of your own),
+        or ``path`` is empty.
+    IsADirectoryError, FileNotFoundError
+        If ``path`` is a folder, or its folder does not exist.
     """
     name = type(estimator).__name__
     if not _fitted(estimator):
@@ -470,6 +473,7 @@ def save_estimator(estimator: Any, path: str | os.PathLike) -> None:
             f"This {name} instance is not fitted yet: only fitted estimators are "
             "saved. Call 'fit' first (get_params() keeps an unfitted configuration)."
         )
+    target = _save_target(path)
     params = estimator.get_params()
     if "callback" in params:
         params["callback"] = None  # a function: not stored, documented
@@ -492,7 +496,36 @@ def save_estimator(estimator: Any, path: str | os.PathLike) -> None:
     except _Unstorable as exc:
         raise _unstorable_error(estimator, exc) from None
     meta["arrays"] = writer.table
-    _write_zip(Path(path), meta, writer.members)
+    _write_zip(target, meta, writer.members)
+
+
+def _save_target(path) -> Path:
+    """The file ``save`` writes, checked before any work.
+
+    The errors name the path the user gave, not the temporary file the
+    archive is first written to; they are the OSError a user catches.
+    """
+    try:
+        text = os.fspath(path)
+    except TypeError:  # not a path at all (a number, a file object)
+        text = None
+    if not isinstance(text, str) or not text:
+        raise InvalidParameterError(
+            f"Cannot save to {path!r}: give the name of the file to write, "
+            "such as 'model.embedopt'."
+        )
+    target = Path(text)
+    if target.is_dir():
+        raise IsADirectoryError(
+            f"Cannot save to '{target}': it is a folder. Give the name of a "
+            f"file in it, such as '{target / 'model.embedopt'}'."
+        )
+    if not target.parent.is_dir():
+        raise FileNotFoundError(
+            f"Cannot save to '{target}': the folder '{target.parent}' does not "
+            "exist. Create it first."
+        )
+    return target
 
 
 def _versions() -> dict:
