@@ -423,6 +423,47 @@ def test_tampered_array_bytes(saved, tmp_path):
         embedopt.load(tmp_path / "b")
 
 
+def test_a_compressed_member_is_refused_before_it_is_inflated(saved, tmp_path):
+    members = _members(saved[0])
+    with zipfile.ZipFile(tmp_path / "z", "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    with pytest.raises(DataValidationError, match="is compressed"):
+        embedopt.load(tmp_path / "z")
+
+
+def _forge_array(saved, tmp_path, npy: bytes, **table_entry):
+    """The saved file with its largest array replaced by ``npy`` (the
+    table's checksum, and the JSON's, redone: a forgery, not damage)."""
+    members = _members(saved[0])
+    meta = json.loads(members["embedopt.json"])
+    key = max(meta["arrays"], key=lambda k: len(members[f"arrays/{k}.npy"]))
+    members[f"arrays/{key}.npy"] = npy
+    meta["arrays"][key].update(sha256=hashlib.sha256(npy).hexdigest(), **table_entry)
+    members["embedopt.json"] = json.dumps(meta).encode()
+    _rewrite(tmp_path / "f.embedopt", members)
+    return tmp_path / "f.embedopt"
+
+
+def test_declared_sizes_are_bounded_by_the_file(saved, tmp_path):
+    # an .npy header declaring 2**40 float64 over a few bytes of data: numpy
+    # would allocate it before reading
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buf, {"descr": "<f8", "fortran_order": False, "shape": (2**40,)}
+    )
+    path = _forge_array(saved, tmp_path, buf.getvalue() + bytes(16), shape=[2**40])
+    with pytest.raises(DataValidationError, match="declares 8796093022208 bytes"):
+        embedopt.load(path)
+    # a constant array stored as one element may not declare more elements
+    # than the file has bytes (10**8 from a 22 KiB file was 763 MiB)
+    one = io.BytesIO()
+    np.lib.format.write_array(one, np.ones(1))
+    path = _forge_array(saved, tmp_path, one.getvalue(), shape=[10**8], filled=True)
+    with pytest.raises(DataValidationError, match="a constant array of shape"):
+        embedopt.load(path)
+
+
 def test_tampered_json(saved, tmp_path):
     def edit(meta):
         meta["params"]["lam"] = 2.0

@@ -46,7 +46,10 @@ Tensors go to the device they were saved from when that device is
 available here, else to the CPU, unless ``device`` says where.
 
 A file of a newer format version, a truncated or altered file (an array's
-or the JSON's SHA-256 differs, a ZIP CRC fails), a file that is not an
+or the JSON's SHA-256 differs, a ZIP CRC fails, a member is compressed, an
+array declares more data than it holds or a constant array more elements
+than the file has bytes: nothing is inflated or allocated beyond what the
+file's size allows), a file that is not an
 embedopt model, or the file of another estimator is refused with a
 :class:`~embedopt.DataValidationError` that says what to do. The checksums
 detect corruption, not a deliberate forgery (whoever can rewrite the file
@@ -756,11 +759,20 @@ _DAMAGED = (
 
 
 def _member(zf: zipfile.ZipFile, name: str, path) -> bytes:
+    """The bytes of member ``name``: stored ones only, so that what is read
+    is what the file holds (a compressed member could inflate to gigabytes
+    before its checksum is compared)."""
     try:
-        return zf.read(name)
+        info = zf.getinfo(name)
     except KeyError:
         raise _refuse(path, _DAMAGED.format(f"member {name} is missing")) from None
-    except Exception as exc:  # CRC errors, truncated data, bad compression
+    if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
+        raise _refuse(
+            path, _DAMAGED.format(f"member {name} is compressed; models store them")
+        )
+    try:
+        return zf.read(info)
+    except Exception as exc:  # CRC errors, truncated data
         raise _refuse(path, _DAMAGED.format(f"{name}: {exc}")) from exc
 
 
@@ -816,15 +828,61 @@ def _read_meta(zf: zipfile.ZipFile, path) -> dict:
     return meta
 
 
+def _npy_size_problem(data: bytes) -> str | None:
+    """What is wrong with the sizes an ``.npy`` member declares, or None.
+
+    Its header must declare exactly the bytes that follow it: numpy
+    allocates the declared array before reading, so a 1 KiB member could
+    otherwise ask for terabytes.
+    """
+    buf = io.BytesIO(data)
+    version = np.lib.format.read_magic(buf)
+    readers = {
+        (1, 0): np.lib.format.read_array_header_1_0,
+        (2, 0): np.lib.format.read_array_header_2_0,
+    }
+    if version not in readers:
+        return f"npy format version {version}"
+    shape, _, dtype = readers[version](buf)
+    if dtype.hasobject:
+        return "an array of Python objects"
+    declared = math.prod(shape) * dtype.itemsize
+    if declared != len(data) - buf.tell():
+        return f"declares {declared} bytes of data and holds {len(data) - buf.tell()}"
+    return None
+
+
+def _filled_size_problem(info: dict, budget: int) -> str | None:
+    """A constant array is stored as one element and its declared shape: at
+    most one element per byte of the archive (a training-pairs matrix of
+    ones is stored beside its indices, 4 or more bytes per element)."""
+    shape = info["shape"]
+    if not (
+        isinstance(shape, list)
+        and all(type(n) is int and n >= 0 for n in shape)
+        and math.prod(shape) <= budget
+    ):
+        return f"a constant array of shape {shape!r} in a file of {budget} bytes"
+    return None
+
+
 def _read_arrays(zf: zipfile.ZipFile, table: dict, path) -> dict[str, np.ndarray]:
     arrays = {}
+    budget = sum(i.file_size for i in zf.infolist())
     for key, info in table.items():
         name = f"{_ARRAYS}{key}.npy"
         data = _member(zf, name, path)
         if hashlib.sha256(data).hexdigest() != info["sha256"]:
             raise _refuse(path, _DAMAGED.format(f"the SHA-256 of {name} differs"))
         try:
+            problem = _npy_size_problem(data)
+            if problem is None and info["filled"]:
+                problem = _filled_size_problem(info, budget)
+            if problem is not None:  # a checksum that matches bad bytes: forged
+                raise _refuse(path, _DAMAGED.format(f"{name}: {problem}"))
             arr = np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
+        except DataValidationError:
+            raise
         except Exception as exc:  # a checksum that matches bad bytes: forged
             raise _refuse(path, _DAMAGED.format(f"{name}: {exc}")) from exc
         shape = [1] if info["filled"] else info["shape"]
