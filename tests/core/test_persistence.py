@@ -490,6 +490,11 @@ def test_tampered_json(saved, tmp_path):
             x_={"$": "tensor", "key": "0", "dtype": "int64", "id": 50}
         ),
         lambda m: m["state"].update(x_={"$": "strings", "utf8": "0", "ends": "0"}),
+        # loads, then fails inside predict or answers wrongly: refused at load
+        lambda m: m["params"].update(unknown="bogus"),
+        lambda m: m["params"].update(lam=-1.0),
+        lambda m: m["state"].update(predict=1),
+        lambda m: m["state"].update(**{"not a name": 1}),
     ],
 )
 def test_forged_json_with_valid_checksum(saved, tmp_path, edit):

@@ -45,6 +45,10 @@ ones (and the estimator among embedopt's estimators, or the class
 Tensors go to the device they were saved from when that device is
 available here, else to the CPU, unless ``device`` says where.
 
+Parameters are checked against the estimator's constraints, as ``fit``
+checks them, and no state entry may hide a method or property: an edited
+file is refused at load, not loaded to fail inside ``predict``.
+
 A file of a newer format version, a truncated or altered file (an array's
 or the JSON's SHA-256 differs, a ZIP CRC fails, a member is compressed, an
 array declares more data than it holds or a constant array more elements
@@ -977,5 +981,33 @@ def load_estimator(
             f"{_written_by(meta)}. Load it with that version.",
         )
     estimator = cls(**params)
+    _check_loaded(estimator, state, path, meta)
     vars(estimator).update(state)
     return estimator
+
+
+def _check_loaded(estimator, state: dict, path, meta: dict) -> None:
+    """Refuse a file that would load and fail later: parameters outside
+    their constraints (checked as ``fit`` checks them), or a state entry that
+    would hide a method or property (a file naming one ``predict``)."""
+    try:
+        estimator._validate_params()
+    except InvalidParameterError as exc:
+        raise _refuse(
+            path, _DAMAGED.format(f"a parameter no fit accepts: {exc}")
+        ) from None
+    cls = type(estimator)
+    for name in state:
+        shadowed = getattr(cls, name, None)
+        if (
+            not name.isidentifier()
+            or callable(shadowed)
+            or isinstance(shadowed, property)
+        ):
+            raise _refuse(
+                path,
+                _DAMAGED.format(
+                    f"the state entry {name!r} is not an attribute of "
+                    f"{cls.__name__} (written by embedopt {_written_by(meta)})"
+                ),
+            )
