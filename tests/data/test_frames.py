@@ -114,6 +114,13 @@ def test_frames_are_read_by_position():
     text = df.assign(r=["x", "y"])[["u", "i", "r"]]
     with pytest.raises(DataValidationError, match=r"value column 'r'.*numbers"):
         frame_columns(text, ("user", "item"), owner="M")
+    # numbers written as strings: refused as the tuple form refuses them
+    # (pandas alone would read "3" as 3.0)
+    digits = df.assign(r=pd.Series(["4", "3"], dtype=object))[["u", "i", "r"]]
+    with pytest.raises(DataValidationError, match=r"astype\(float\)"):
+        frame_columns(digits, ("user", "item"), owner="M")
+    mixed = df.assign(r=pd.Series([4, 3.5], dtype=object))[["u", "i", "r"]]
+    assert frame_columns(mixed, ("user", "item"), owner="M")[1].tolist() == [4, 3.5]
 
 
 class _ForeignFrame:

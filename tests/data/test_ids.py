@@ -75,6 +75,10 @@ def test_unknown_ids_raise_with_their_position_or_become_minus_one(path):
         ([1.5, 2.0], "fractional"),
         ([True, False], "bools"),
         ([[1, 2]], "1-d"),
+        # wrapped onto negative int64 ids before; strings say what to do
+        (np.array([2**63 + 5, 7], dtype=np.uint64), "id 9223372036854775813.*str"),
+        (np.array([7, 2**64], dtype=object), "id 18446744073709551616"),
+        (np.array([-(2**63) - 1, 7], dtype=object), "outside the 64-bit"),
     ],
 )
 def test_bad_id_columns_are_refused(path, values, match):

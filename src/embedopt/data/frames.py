@@ -149,12 +149,21 @@ def frame_columns(
         column = X.iloc[:, n]
         vals = column.to_numpy()
         if vals.dtype.kind == "O":  # nullable numbers: NA becomes NaN
+            # numbers only: pandas would also turn the strings "3" into 3.0,
+            # which the tuple form refuses
+            pd = sys.modules["pandas"]
+            kind = pd.api.types.infer_dtype(column, skipna=True)
+            numbers = ("integer", "floating", "mixed-integer-float", "decimal", "empty")
             try:
+                if kind not in numbers:
+                    raise TypeError(kind)
                 vals = column.to_numpy(dtype=np.float64, na_value=np.nan)
             except (TypeError, ValueError):
                 raise DataValidationError(
                     f"The value column {X.columns[n]!r} (column {n}) of the frame "
-                    f"given to {owner} must hold numbers; got dtype {column.dtype}."
+                    f"given to {owner} must hold numbers; got dtype {column.dtype} "
+                    f"({kind} values). Convert it first, e.g. "
+                    f"frame[{X.columns[n]!r}].astype(float)."
                 ) from None
     return columns, vals
 

@@ -48,7 +48,7 @@ def _as_ids(values: ArrayLike, what: str) -> np.ndarray:
         )
     kind = arr.dtype.kind
     if kind in "iu":
-        return arr.astype(np.int64, copy=False)
+        return _int64_ids(arr, what)
     if kind == "b":
         raise DataValidationError(f"{what} must be integers or strings; got bools.")
     if kind == "f":
@@ -79,7 +79,7 @@ def _object_ids(arr: np.ndarray, what: str) -> np.ndarray:
         if kind == "string":
             return arr
         if kind == "integer":
-            return arr.astype(np.int64)
+            return _int64_ids(arr, what)
     kinds = set()
     for pos, value in enumerate(arr):
         if isinstance(value, str):
@@ -96,7 +96,28 @@ def _object_ids(arr: np.ndarray, what: str) -> np.ndarray:
                 f"{what} mixes integer and string ids (first mix at position "
                 f"{pos}); convert the column to one type, e.g. str."
             )
-    return arr.astype(np.int64) if kinds == {int} else arr
+    return _int64_ids(arr, what) if kinds == {int} else arr
+
+
+def _int64_ids(arr: np.ndarray, what: str) -> np.ndarray:
+    """Integer ids as int64; ids outside its range are refused (uint64 ids
+    above 2**63 - 1 wrapped onto negative ones)."""
+    top = np.iinfo(np.int64).max
+    if arr.dtype.kind == "i":
+        return arr.astype(np.int64, copy=False)
+    if arr.dtype.kind == "u":
+        if not (arr.size and arr.max() > top):
+            return arr.astype(np.int64)
+    else:  # Python ints (an object column)
+        try:
+            return arr.astype(np.int64)
+        except OverflowError:
+            pass
+    big = next(int(v) for v in arr.flat if not -top - 1 <= int(v) <= top)
+    raise DataValidationError(
+        f"{what} holds the id {big}, outside the 64-bit signed integers ids "
+        "are kept in; give such ids as strings (e.g. frame[column].astype(str))."
+    )
 
 
 #: pandas Index (hash table) of each live ``IdMap.ids`` array, by its id().
