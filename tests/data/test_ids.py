@@ -79,6 +79,9 @@ def test_unknown_ids_raise_with_their_position_or_become_minus_one(path):
         (np.array([2**63 + 5, 7], dtype=np.uint64), "id 9223372036854775813.*str"),
         (np.array([7, 2**64], dtype=object), "id 18446744073709551616"),
         (np.array([-(2**63) - 1, 7], dtype=object), "outside the 64-bit"),
+        # the pads of recommend's answers are not ids
+        (["a", "", "b"], "holds '' at position 1, the value that pads"),
+        ([3, -1, 5], "holds -1 at position 1, the value that pads"),
     ],
 )
 def test_bad_id_columns_are_refused(path, values, match):

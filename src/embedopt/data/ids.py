@@ -99,6 +99,21 @@ def _object_ids(arr: np.ndarray, what: str) -> np.ndarray:
     return _int64_ids(arr, what) if kinds == {int} else arr
 
 
+def _refuse_the_pad(uniques: np.ndarray, codes: np.ndarray, what: str) -> None:
+    """-1 (integer ids) and "" (string ids) pad the answers of ``recommend``
+    and ``similar_items`` where fewer than k items exist: as an id they
+    would be read as "no item". ``uniques`` is sorted ("" comes first)."""
+    pad = -1 if uniques.dtype.kind == "i" else ""
+    at = int(np.searchsorted(uniques, pad)) if uniques.size else 0
+    if at < uniques.size and uniques[at] == pad:
+        pos = int(np.flatnonzero(np.ravel(codes) == at)[0])
+        raise DataValidationError(
+            f"{what} holds {pad!r} at position {pos}, the value that pads "
+            "recommend's answers (no item); give that id another name, or drop "
+            "the rows without an id."
+        )
+
+
 def _int64_ids(arr: np.ndarray, what: str) -> np.ndarray:
     """Integer ids as int64; ids outside its range are refused (uint64 ids
     above 2**63 - 1 wrapped onto negative ones)."""
@@ -208,6 +223,7 @@ class IdMap:
             uniques, codes = np.unique(values.astype(str), return_inverse=True)
         else:
             uniques, codes = np.unique(values, return_inverse=True)
+        _refuse_the_pad(np.asarray(uniques), np.asarray(codes), what)
         id_map = cls.__new__(cls)
         # strings are kept as objects whichever path ran (same ids, same dtype)
         kind = np.int64 if values.dtype.kind == "i" else object
