@@ -108,7 +108,7 @@ def test_a_frame_with_a_missing_or_extra_column_is_refused():
     with pytest.raises(DataValidationError, match="y=None with a DataFrame"):
         MatrixCompletion().fit(df, df["r"])
     dup = pd.concat([df, df.iloc[:1]])
-    with pytest.raises(DataValidationError, match="duplicate position"):
+    with pytest.raises(DataValidationError, match=r"repeated \(user, item\)"):
         MatrixCompletion().fit(dup)  # as the positional path refuses them
 
 
@@ -154,3 +154,19 @@ def test_string_ids_without_pandas_give_the_same_model(monkeypatch):
     np.testing.assert_array_equal(
         without.predict(*queries), with_pandas.predict(*queries)
     )
+
+
+def test_a_repeated_pair_is_named_in_the_users_ids_with_a_fix_for_their_data():
+    users = np.array(["alice", "bob", "carol", "carol"])
+    items = np.array(["x", "y", "z", "z"])
+    with pytest.raises(DataValidationError) as exc:
+        MatrixCompletion(lam=1.0).fit((users, items, np.array([4.0, 3, 5, 4])))
+    message = str(exc.value)
+    # the user's ids, not the codes (2, 2); a fix for what they passed
+    assert "(user 'carol', item 'z')" in message and "groupby" in message
+    assert "(2, 2)" not in message and "ObservedEntries" not in message
+    pd = pytest.importorskip("pandas")
+    columns = {"a": ["p", "q", "q"], "b": ["x", "y", "y"], "c": ["m", "n", "n"]}
+    frame = pd.DataFrame({**columns, "r": [1.0, 2, 3]})
+    with pytest.raises(DataValidationError, match="mode-0 'q', mode-1 'y'"):
+        TensorCompletion(lam=1.0).fit(frame)

@@ -34,8 +34,10 @@ from .._core import (
     validate_params,
 )
 from ..data import ObservedEntries, as_observed_entries
+from ..data.entries import DuplicateEntriesError
 from ..data.frames import (
     UNKNOWN_POLICIES,
+    decode_ids,
     encode_ids,
     extend_ids,
     fitted_maps,
@@ -268,6 +270,22 @@ def _positive(weight: np.ndarray | None, n: int) -> np.ndarray:
     return np.ones(n, bool) if weight is None else weight > 0
 
 
+def _repeats_in_ids(exc, maps, owner: str) -> DataValidationError:
+    """The duplicate-entries error in the user's ids, with the fix that
+    applies to what they passed (a frame or id columns, not ObservedEntries)."""
+    roles = _roles(len(maps))
+    named = ", ".join(
+        f"{r} {decode_ids([c], public_ids(m))[0].item()!r}"
+        for r, c, m in zip(roles, exc.position, maps, strict=True)
+    )
+    return DataValidationError(
+        f"{owner}.fit got {exc.count} repeated ({', '.join(roles)}) "
+        f"position(s), e.g. ({named}): one value per position. Aggregate them "
+        f"first, e.g. frame.groupby([{', '.join(roles)} columns], "
+        "as_index=False).mean() (or .last())."
+    )
+
+
 def _seen_matrix(rows: np.ndarray, cols: np.ndarray, shape) -> sp.csr_matrix:
     """The seen pairs of ``recommend`` as a CSR of int8 ones (repeats: one)."""
     seen = sp.csr_matrix(
@@ -313,7 +331,10 @@ class _CompletionEstimator(BaseEstimator):
                 )
                 shape = _mapped_shape(shape, maps)
                 self._fit_maps = maps
-            entries = ObservedEntries(tuple(columns), values, shape)
+            try:
+                entries = ObservedEntries(tuple(columns), values, shape)
+            except DuplicateEntriesError as exc:
+                raise _repeats_in_ids(exc, maps, owner) from None
         elif y is None:
             entries = as_observed_entries(X, shape, owner=owner)
         else:

@@ -29,6 +29,19 @@ _SPARSE_CHECK_SIZE = 10_000
 _SPARSE_RATIO = 100
 
 
+class DuplicateEntriesError(DataValidationError):
+    """Entries repeat a position (raised by :class:`ObservedEntries`).
+
+    ``position`` is the first repeated position (codes) and ``count`` the
+    number of repeats, so that an estimator that mapped the user's ids can
+    say which of their ids repeat.
+    """
+
+    def __init__(self, message: str, position: tuple[int, ...], count: int):
+        super().__init__(message)
+        self.position, self.count = position, count
+
+
 @persistable
 class ObservedEntries:
     """The observed entries of an m x n matrix (or a D-way tensor), in COO form.
@@ -513,12 +526,15 @@ def _validate(obs: ObservedEntries, check_duplicates: bool = True) -> None:
             dup = (rows[1:] == rows[:-1]).all(axis=1)
             first = rows[1:][dup][0] if dup.any() else None
         if dup.any():
-            raise DataValidationError(
+            position = tuple(int(x) for x in first)
+            raise DuplicateEntriesError(
                 f"{int(dup.sum())} duplicate position(s), e.g. "
-                f"{tuple(int(x) for x in first)}. Aggregate them first, e.g. with "
+                f"{position}. Aggregate them first, e.g. with "
                 "ObservedEntries(...).aggregate_duplicates('mean') (or 'sum', "
                 "'last'), or pass validate=False to ObservedEntries and call "
-                ".aggregate_duplicates."
+                ".aggregate_duplicates.",
+                position,
+                int(dup.sum()),
             )
 
 
