@@ -110,7 +110,6 @@ def test_layouts_and_alignment_round_trip_so_products_are_bitwise(tmp_path):
     for name in ("t_", "shifted_"):
         a, b = X @ getattr(est, name), X @ getattr(again, name)
         assert torch.equal(a, b), name
-    assert np.array_equal(X.numpy() @ est.f_, X.numpy() @ again.f_)
 
 
 @pytest.mark.parametrize(

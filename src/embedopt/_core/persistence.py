@@ -82,6 +82,7 @@ from torch import nn
 from .device import DeviceLike, resolve_device
 from .docs import fill_doc
 from .exceptions import DataValidationError, InvalidParameterError, NotFittedError
+from .layouts import layout, placed_array, placed_tensor, read_npy
 
 __all__ = [
     "FORMAT",
@@ -167,91 +168,6 @@ _MODULE_INTERNALS = frozenset(vars(nn.Module()))
 _MODULE_TREE = frozenset(
     {"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"}
 )
-
-
-#: Alignment, in bytes, of torch's CPU allocator (c10's gAlignment). A loaded
-#: tensor starts at the same offset from it as the saved one did: MKL documents
-#: results that depend on the alignment of its inputs.
-_ALIGN = 64
-
-
-def _c_strides(shape) -> list[int]:
-    """The strides, in elements, of C order."""
-    out, step = [], 1
-    for size in reversed(shape):
-        out.append(step)
-        step *= max(int(size), 1)
-    return out[::-1]
-
-
-def _dense(shape, strides) -> bool:
-    """Whether the elements fill ``prod(shape)`` slots without gaps or overlaps.
-
-    A dimension of size 1 may have any stride; the others, ordered by stride,
-    step by the product of the sizes inside them (C, Fortran or any
-    permutation of them).
-    """
-    step = 1
-    for size, stride in sorted(
-        ((int(n), int(s)) for n, s in zip(shape, strides, strict=True) if n > 1),
-        key=lambda p: p[1],
-    ):
-        if stride != step:
-            return False
-        step *= size
-    return True
-
-
-def _dense_like(shape, strides) -> list[int]:
-    """Dense strides with the dimensions in the memory order of ``strides``."""
-    order = sorted(range(len(shape)), key=lambda d: (-abs(strides[d]), d))
-    out, step = [0] * len(shape), 1
-    for d in reversed(order):
-        out[d] = step
-        step *= max(int(shape[d]), 1)
-    return out
-
-
-def _layout(shape, strides, itemsize: int, address: int | None) -> dict | None:
-    """How an array sits in memory, where C order would not reproduce it.
-
-    A fitted model computes with the arrays it holds; a BLAS product takes
-    another kernel for a transposed operand (and MKL may round differently
-    for another alignment), so a loaded model answers bit for bit as the
-    saved one only if its arrays have the same strides and, for tensors
-    (``address`` given), the same offset from ``_ALIGN``. A view with gaps or
-    overlaps (a column slice, a broadcast) keeps the memory order of its
-    dimensions and is loaded dense. None: C order at an aligned start.
-    """
-    if math.prod(shape) < 2:
-        return None
-    strides = [int(s) for s in strides]
-    if not _dense(shape, strides):
-        strides = _dense_like(shape, strides)
-    misalign = 0 if address is None else address % _ALIGN
-    offset = misalign // itemsize if misalign % itemsize == 0 else 0
-    if strides == _c_strides(shape) and offset == 0:
-        return None
-    return {"strides": strides, "offset": offset}
-
-
-def _checked_layout(node: dict, shape, itemsize: int) -> tuple[list[int], int]:
-    """The (strides, offset) a stored array or tensor is loaded with."""
-    layout = node.get("layout")
-    if layout is None:
-        return _c_strides(shape), 0
-    strides, offset = layout["strides"], layout["offset"]
-    ok = (
-        isinstance(strides, list)
-        and len(strides) == len(shape)
-        and all(type(s) is int and s >= 0 for s in strides)
-        and _dense(shape, strides)
-        and type(offset) is int
-        and 0 <= offset * itemsize < _ALIGN
-    )
-    if not ok:  # a file edited with its checksums redone
-        raise ValueError(f"layout {layout!r} of an array of shape {list(shape)}")
-    return strides, offset
 
 
 def _constant(arr: np.ndarray) -> bool:
@@ -350,8 +266,8 @@ class _Writer:
         data = arr if arr.flags.c_contiguous else arr.copy(order="C")
         node = {"$": "ndarray", "key": self.array(data)}
         strides = [s // arr.itemsize for s in arr.strides]
-        layout = _layout(arr.shape, strides, arr.itemsize, None)
-        return node if layout is None else {**node, "layout": layout}
+        kept = layout(arr.shape, strides, arr.itemsize, None)
+        return node if kept is None else {**node, "layout": kept}
 
     def _memoized(self, value: Any, where: str) -> Any:
         """Objects with an identity: stored once, referred to afterwards."""
@@ -413,8 +329,8 @@ class _Writer:
             "parameter": isinstance(t, nn.Parameter),
             "requires_grad": bool(t.requires_grad),
         }
-        layout = _layout(t.shape, t.stride(), t.element_size(), t.data_ptr())
-        return node if layout is None else {**node, "layout": layout}
+        kept = layout(t.shape, t.stride(), t.element_size(), t.data_ptr())
+        return node if kept is None else {**node, "layout": kept}
 
     def _module(self, module: nn.Module, where: str) -> dict:
         internals = {k: v for k, v in vars(module).items() if k in _MODULE_INTERNALS}
@@ -601,7 +517,7 @@ class _Reader:
         if tag == "scalar":
             return self.decode(value["array"])[()]
         if tag == "ndarray":
-            return _placed_array(self.array(value["key"]), value)
+            return placed_array(self.array(value["key"]), value.get("layout"))
         if tag == "strings":
             return _strings(
                 self.arrays[value["utf8"]], self.arrays[value["ends"]], value
@@ -652,7 +568,7 @@ class _Reader:
         if t.dtype != dtype:
             t = t.view(dtype)
         device = self.device if self.device is not None else _where(node["device"])
-        t = _placed_tensor(t, node, device)
+        t = placed_tensor(t, node.get("layout"), device)
         if node["parameter"]:
             return nn.Parameter(t, requires_grad=node["requires_grad"])
         return t.requires_grad_(node["requires_grad"])
@@ -671,47 +587,6 @@ class _Reader:
         module._non_persistent_buffers_set.update(node["non_persistent"])
         module._modules.update(self.decode(node["modules"]))
         return module
-
-
-def _placed_array(arr: np.ndarray, node: dict) -> np.ndarray:
-    """``arr`` (read in C order) with the strides it was saved with.
-
-    A file without a layout keeps what ``.npy`` gave (C or Fortran order).
-    """
-    if "layout" not in node:
-        return arr
-    strides, _ = _checked_layout(node, arr.shape, arr.itemsize)
-    if [s // arr.itemsize for s in arr.strides] == strides:
-        return arr
-    order = sorted(range(arr.ndim), key=lambda d: -strides[d])
-    # allocate in memory order, then view it back in the saved dimension order
-    out = np.empty([arr.shape[d] for d in order], arr.dtype).transpose(
-        np.argsort(order)
-    )
-    out[...] = arr
-    return np.lib.stride_tricks.as_strided(
-        out, strides=[s * arr.itemsize for s in strides], writeable=True
-    )
-
-
-def _placed_tensor(t: torch.Tensor, node: dict, device: torch.device) -> torch.Tensor:
-    """``t`` on ``device``, with the strides and alignment it was saved with."""
-    size = t.element_size()
-    strides, offset = _checked_layout(node, t.shape, size)
-    if (
-        t.device == device
-        and list(t.stride()) == strides
-        and t.data_ptr() % _ALIGN == offset * size
-    ):
-        return t  # as read: no copy
-    extent = 1 + sum((n - 1) * s for n, s in zip(t.shape, strides, strict=True))
-    if t.numel() == 0:
-        extent = 0
-    base = torch.empty(
-        extent + (_ALIGN // size if offset else 0), dtype=t.dtype, device=device
-    )
-    start = ((offset * size - base.data_ptr()) % _ALIGN) // size if offset else 0
-    return base.as_strided(tuple(t.shape), strides, start).copy_(t)
 
 
 def _strings(utf8: np.ndarray, ends: np.ndarray, node: dict) -> np.ndarray:
@@ -832,30 +707,6 @@ def _read_meta(zf: zipfile.ZipFile, path) -> dict:
     return meta
 
 
-def _npy_size_problem(data: bytes) -> str | None:
-    """What is wrong with the sizes an ``.npy`` member declares, or None.
-
-    Its header must declare exactly the bytes that follow it: numpy
-    allocates the declared array before reading, so a 1 KiB member could
-    otherwise ask for terabytes.
-    """
-    buf = io.BytesIO(data)
-    version = np.lib.format.read_magic(buf)
-    readers = {
-        (1, 0): np.lib.format.read_array_header_1_0,
-        (2, 0): np.lib.format.read_array_header_2_0,
-    }
-    if version not in readers:
-        return f"npy format version {version}"
-    shape, _, dtype = readers[version](buf)
-    if dtype.hasobject:
-        return "an array of Python objects"
-    declared = math.prod(shape) * dtype.itemsize
-    if declared != len(data) - buf.tell():
-        return f"declares {declared} bytes of data and holds {len(data) - buf.tell()}"
-    return None
-
-
 def _filled_size_problem(info: dict, budget: int) -> str | None:
     """A constant array is stored as one element and its declared shape: at
     most one element per byte of the archive (a training-pairs matrix of
@@ -879,12 +730,10 @@ def _read_arrays(zf: zipfile.ZipFile, table: dict, path) -> dict[str, np.ndarray
         if hashlib.sha256(data).hexdigest() != info["sha256"]:
             raise _refuse(path, _DAMAGED.format(f"the SHA-256 of {name} differs"))
         try:
-            problem = _npy_size_problem(data)
-            if problem is None and info["filled"]:
-                problem = _filled_size_problem(info, budget)
+            problem = _filled_size_problem(info, budget) if info["filled"] else None
             if problem is not None:  # a checksum that matches bad bytes: forged
                 raise _refuse(path, _DAMAGED.format(f"{name}: {problem}"))
-            arr = np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
+            arr = read_npy(data)
         except DataValidationError:
             raise
         except Exception as exc:  # a checksum that matches bad bytes: forged

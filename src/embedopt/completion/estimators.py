@@ -37,7 +37,6 @@ from ..data import ObservedEntries, as_observed_entries
 from ..data.entries import DuplicateEntriesError
 from ..data.frames import (
     UNKNOWN_POLICIES,
-    decode_ids,
     encode_ids,
     extend_ids,
     fitted_maps,
@@ -46,6 +45,7 @@ from ..data.frames import (
     is_id_column,
     map_id_columns,
     public_ids,
+    repeated_ids_error,
 )
 from ..linalg.distributed import PROCESS_GROUP_CONSTRAINT, Communicator
 from ..metrics import rmse
@@ -270,22 +270,6 @@ def _positive(weight: np.ndarray | None, n: int) -> np.ndarray:
     return np.ones(n, bool) if weight is None else weight > 0
 
 
-def _repeats_in_ids(exc, maps, owner: str) -> DataValidationError:
-    """The duplicate-entries error in the user's ids, with the fix that
-    applies to what they passed (a frame or id columns, not ObservedEntries)."""
-    roles = _roles(len(maps))
-    named = ", ".join(
-        f"{r} {decode_ids([c], public_ids(m))[0].item()!r}"
-        for r, c, m in zip(roles, exc.position, maps, strict=True)
-    )
-    return DataValidationError(
-        f"{owner}.fit got {exc.count} repeated ({', '.join(roles)}) "
-        f"position(s), e.g. ({named}): one value per position. Aggregate them "
-        f"first, e.g. frame.groupby([{', '.join(roles)} columns], "
-        "as_index=False).mean() (or .last())."
-    )
-
-
 def _seen_matrix(rows: np.ndarray, cols: np.ndarray, shape) -> sp.csr_matrix:
     """The seen pairs of ``recommend`` as a CSR of int8 ones (repeats: one)."""
     seen = sp.csr_matrix(
@@ -334,7 +318,9 @@ class _CompletionEstimator(BaseEstimator):
             try:
                 entries = ObservedEntries(tuple(columns), values, shape)
             except DuplicateEntriesError as exc:
-                raise _repeats_in_ids(exc, maps, owner) from None
+                raise repeated_ids_error(
+                    exc.position, exc.count, maps, _roles(len(maps)), owner
+                ) from None
         elif y is None:
             entries = as_observed_entries(X, shape, owner=owner)
         else:

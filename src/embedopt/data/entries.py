@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike
 
 from .._core import DataValidationError, DataWarning, as_array, persistable
 
-__all__ = ["ObservedEntries", "as_observed_entries"]
+__all__ = ["DuplicateEntriesError", "ObservedEntries", "as_observed_entries"]
 
 _AGGREGATIONS = ("mean", "sum", "first", "last", "max", "min")
 
@@ -32,9 +32,22 @@ _SPARSE_RATIO = 100
 class DuplicateEntriesError(DataValidationError):
     """Entries repeat a position (raised by :class:`ObservedEntries`).
 
-    ``position`` is the first repeated position (codes) and ``count`` the
-    number of repeats, so that an estimator that mapped the user's ids can
-    say which of their ids repeat.
+    It carries the position, so that an estimator that mapped the user's ids
+    can say which of their ids repeat
+    (:func:`~embedopt.data.frames.repeated_ids_error`).
+
+    Parameters
+    ----------
+    message : str
+    position : tuple of int
+        The first repeated position (codes).
+    count : int
+        How many entries repeat a position.
+
+    Attributes
+    ----------
+    position : tuple of int
+    count : int
     """
 
     def __init__(self, message: str, position: tuple[int, ...], count: int):

@@ -45,6 +45,7 @@ __all__ = [
     "map_id_columns",
     "pair_columns",
     "public_ids",
+    "repeated_ids_error",
 ]
 
 #: The values of every estimator's ``unknown`` parameter: what ``predict``
@@ -149,23 +150,28 @@ def frame_columns(
         column = X.iloc[:, n]
         vals = column.to_numpy()
         if vals.dtype.kind == "O":  # nullable numbers: NA becomes NaN
-            # numbers only: pandas would also turn the strings "3" into 3.0,
-            # which the tuple form refuses
-            pd = sys.modules["pandas"]
-            kind = pd.api.types.infer_dtype(column, skipna=True)
-            numbers = ("integer", "floating", "mixed-integer-float", "decimal", "empty")
-            try:
-                if kind not in numbers:
-                    raise TypeError(kind)
-                vals = column.to_numpy(dtype=np.float64, na_value=np.nan)
-            except (TypeError, ValueError):
-                raise DataValidationError(
-                    f"The value column {X.columns[n]!r} (column {n}) of the frame "
-                    f"given to {owner} must hold numbers; got dtype {column.dtype} "
-                    f"({kind} values). Convert it first, e.g. "
-                    f"frame[{X.columns[n]!r}].astype(float)."
-                ) from None
+            vals = _numeric_values(column, f"{X.columns[n]!r} (column {n})", owner)
     return columns, vals
+
+
+#: What pandas infers for a column of numbers (NA skipped).
+_NUMBER_KINDS = ("integer", "floating", "mixed-integer-float", "decimal", "empty")
+
+
+def _numeric_values(column, name: str, owner: str) -> np.ndarray:
+    """An object value column as float64, NA as NaN; numbers only (pandas
+    alone would read the strings "3" as 3.0, which the tuple form refuses)."""
+    kind = sys.modules["pandas"].api.types.infer_dtype(column, skipna=True)
+    if kind in _NUMBER_KINDS:
+        try:
+            return column.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError):
+            pass
+    raise DataValidationError(
+        f"The value column {name} of the frame given to {owner} must hold "
+        f"numbers; got dtype {column.dtype} ({kind} values). Convert it first, "
+        f"e.g. frame[{column.name!r}].astype(float)."
+    )
 
 
 def is_id_column(values: object) -> bool:
@@ -380,6 +386,47 @@ def public_ids(id_map: IdMap | None) -> np.ndarray | None:
     if id_map is None:
         return None
     return id_map.ids.astype(np.int64 if id_map.ids.dtype.kind == "i" else str)
+
+
+def repeated_ids_error(
+    position: Sequence[int],
+    count: int,
+    maps: Sequence[IdMap | None],
+    roles: Sequence[str],
+    owner: str,
+) -> DataValidationError:
+    """The error for entries that repeat a position, in the user's ids.
+
+    With the fix that applies to what the user passed (a frame or id
+    columns), not to the codes the estimator built from them.
+
+    Parameters
+    ----------
+    position : sequence of int
+        The first repeated position, one code per column.
+    count : int
+        How many entries repeat a position.
+    maps : sequence of IdMap or None
+        The columns' maps (None: a column of positions).
+    roles : sequence of str
+        What the columns are ("user", "item", ...).
+    owner : str
+        The estimator, as messages name it.
+
+    Returns
+    -------
+    DataValidationError
+    """
+    named = ", ".join(
+        f"{r} {decode_ids([c], public_ids(m))[0].item()!r}"
+        for r, c, m in zip(roles, position, maps, strict=True)
+    )
+    return DataValidationError(
+        f"{owner}.fit got {count} repeated ({', '.join(roles)}) position(s), e.g. "
+        f"({named}): one value per position. Aggregate them first, e.g. "
+        f"frame.groupby([{', '.join(roles)} columns], as_index=False).mean() "
+        "(or .last())."
+    )
 
 
 def decode_ids(codes: ArrayLike, ids: np.ndarray | None) -> np.ndarray:
